@@ -1,0 +1,121 @@
+"""Assemble: turn the translated graph into a model, as the graph signature says.
+
+User inputs stay graph inputs; parameters, buffers and lifted constants become
+initializers named by their fully qualified names, referencing torch's tensors
+(never copied); user outputs are named after the returned structure; mutated buffers
+and inputs become extra outputs named ``<name>.updated``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx
+import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
+import torch
+from onnx_ir.tensor_adapters import TorchTensor
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+
+from .errors import ConversionError
+from .signature import output_names
+from .translate import TranslatedGraph
+
+__all__ = ["OutputLayout", "assemble"]
+
+
+@dataclass
+class OutputLayout:
+    """How the ONNX outputs map back to what ``forward`` returns.
+
+    ``user`` has one entry per flattened user output: the ONNX output name, or
+    ``("constant", value)`` for outputs torch specialized to a Python value.
+    ``mutations`` maps ONNX output names of mutated buffers/inputs to their targets.
+    """
+
+    user: list[str | tuple[str, Any]] = field(default_factory=list)
+    mutations: dict[str, str] = field(default_factory=dict)
+
+
+def _initializer(value: ir.Value, name: str, tensor: torch.Tensor) -> ir.Value:
+    value.name = name
+    value.const_value = TorchTensor(tensor.detach(), name=name)
+    return value
+
+
+def _output_value(graph: ir.Graph, value: ir.Value, name: str, used: set[ir.Value]) -> ir.Value:
+    """A value that may be declared as graph output ``name``."""
+    if value.is_graph_input() or value.is_initializer() or value in used or value.producer() is None:
+        identity = ir.node("Identity", inputs=[value], num_outputs=1)
+        graph.append(identity)
+        out = identity.outputs[0]
+        out.type, out.shape = value.type, value.shape
+        value = out
+    value.name = name
+    used.add(value)
+    return value
+
+
+def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) -> tuple[ir.Model, OutputLayout]:
+    """Build the ONNX model from ``translated`` following ``program``'s graph signature."""
+    graph = translated.graph
+    state = program.state_dict
+    constants = program.constants
+    to_initializers: list[ir.Value] = []
+    for spec in program.graph_signature.input_specs:
+        value = translated.placeholders.get(spec.arg.name)
+        if spec.kind == InputKind.USER_INPUT or not isinstance(value, ir.Value):
+            continue
+        target = spec.target
+        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER) and target in state:
+            to_initializers.append(_initializer(value, target, state[target]))
+        elif target in constants and isinstance(constants[target], torch.Tensor):
+            to_initializers.append(_initializer(value, target, constants[target]))
+        else:
+            raise ConversionError(
+                f"input {spec.arg.name!r} of kind {spec.kind.name} (target {target!r}) cannot be exported",
+                hint="torchbind objects and effect tokens have no ONNX form; remove them from the model",
+            )
+    for value in to_initializers:
+        graph.inputs.remove(value)
+        graph.register_initializer(value)
+
+    fx_outputs = translated.outputs
+    names = iter(output_names(program))
+    layout = OutputLayout()
+    used: set[ir.Value] = set()
+    user_outputs: list[ir.Value] = []
+    mutation_outputs: list[ir.Value] = []
+    for spec, value in zip(program.graph_signature.output_specs, fx_outputs):
+        if spec.kind == OutputKind.USER_OUTPUT:
+            name = next(names)
+            if isinstance(value, ir.Value):
+                user_outputs.append(_output_value(graph, value, name, used))
+                layout.user.append(name)
+            else:
+                layout.user.append(("constant", value))
+        elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
+            target = spec.target
+            name = f"{target}.updated"
+            mutation_outputs.append(_output_value(graph, value, name, used))
+            layout.mutations[name] = target
+        else:
+            raise ConversionError(
+                f"output {spec.arg} of kind {spec.kind.name} cannot be exported",
+                hint="export the model for inference (eval mode, no gradients)",
+            )
+    graph.outputs.extend(user_outputs + mutation_outputs)
+
+    for domain, version in translated.domains.items():
+        graph.opset_imports[domain] = version
+    opset_ids = [onnx.helper.make_opsetid(d, v) for d, v in graph.opset_imports.items()]
+    model = ir.Model(
+        graph,
+        ir_version=onnx.helper.find_min_ir_version_for(opset_ids),
+        producer_name="pt2onnx",
+        functions=list(translated.functions.values()),
+    )
+    common_passes.NameFixPass()(model)
+    return model, layout

@@ -1,0 +1,118 @@
+"""``pt2onnx.export``: the whole pipeline, one phase after the other.
+
+plugins -> capture -> decompose -> translate -> assemble -> optimize -> (save)
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import torch
+from torch.export import ExportedProgram
+
+from .assemble import assemble
+from .capture import as_module, capture
+from .decompose import decompose
+from .opset import check_opset
+from .optimize import count_nodes, select_passes
+from .optimize import optimize as run_passes
+from .plugin_manager import load_plugins
+from .registry import Registry, build_registry
+from .report import OpUsage, Report
+from .result import ExportResult
+from .signature import dim_names
+from .symbolic import DimNames
+from .translate import GraphTranslator
+
+__all__ = ["export"]
+
+
+def _op_usage(registry: Registry, usage: Mapping[tuple[str, str], int]) -> list[OpUsage]:
+    rows = []
+    for (op, plugin), count in sorted(usage.items()):
+        entry = registry.converters.get(op) or registry.converters.get(op.split(".", 1)[0])
+        layer = str(registry.plugin_set.plugins[plugin].layer) if plugin in registry.plugin_set.plugins else "-"
+        shadowed = tuple(f"{s.plugin} [{s.layer}]" for s in entry.shadowed) if entry else ()
+        rows.append(OpUsage(op, count, plugin, layer, shadowed))
+    return rows
+
+
+def export(
+    model: torch.nn.Module | ExportedProgram | Any,
+    args: tuple[Any, ...] = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    dynamic_shapes: Any = None,
+    strict: bool = False,
+    opset: int | None = None,
+    plugins: Sequence[Any] | None = None,
+    disable: Iterable[str] = (),
+    optimize: bool | Iterable[str] | Mapping[str, bool] = True,
+    f: str | os.PathLike[str] | None = None,
+    fallback: bool = True,
+    decompose_all: bool = False,
+    unknown_custom_ops: Literal["error", "emit"] = "error",
+) -> ExportResult:
+    """Export a PyTorch model to ONNX.
+
+    Args:
+        model: an ``nn.Module``, a callable, or an already captured ``ExportedProgram``.
+        args, kwargs: example inputs, as the model is called.
+        dynamic_shapes: as for ``torch.export.export`` (``Dim`` names name the ONNX dims).
+        strict: capture with TorchDynamo (``True``) or by tracing Python (``False``).
+        opset: target ONNX opset; default: the newest the installed onnxruntime runs.
+        plugins: the highest plugin layer: modules, module names or plugin objects.
+        disable: plugin names to block (as ``-p no:NAME`` on the command line).
+        optimize: ``True``/``False``, a list of pass names, or ``{name: bool}``.
+        f: if given, save the model there (atomically).
+        fallback: retry capture in the other ``strict`` mode if the asked one fails.
+        decompose_all: re-trace with the decomposition table even when not needed.
+        unknown_custom_ops: ``"emit"`` exports a custom op without handler as one opaque
+            node in a domain named after its namespace (with a warning) instead of failing.
+
+    Returns:
+        An :class:`ExportResult` with ``.model``, ``.model_proto``, ``.save()``, ``.run()``,
+        ``.verify()`` and ``.report``.
+    """
+    report = Report()
+    passes = select_passes(optimize)
+    report.opset = target_opset = check_opset(opset)
+
+    with report.phase("plugins"):
+        plugin_set = load_plugins(plugins, disable=disable)
+        registry = build_registry(plugin_set)
+    report.plugins = list(plugin_set.plugins.values())
+    report.broken_plugins = list(plugin_set.broken)
+
+    with report.phase("capture"):
+        captured = capture(model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, strict=strict, fallback=fallback)
+    report.capture, report.capture_fallback = captured.strategy, captured.fallback_reason
+
+    with report.phase("decompose"):
+        decomposed = decompose(captured.program, registry, force=decompose_all)
+    program = decomposed.program
+    report.retraced, report.decompose_reason = decomposed.retraced, decomposed.reason
+
+    with report.phase("translate"):
+        eager = None if isinstance(model, ExportedProgram) else as_module(model)
+        signature = inspect.signature(eager.forward) if eager is not None else None
+        dims = DimNames(dim_names(program, signature, tuple(args), kwargs, dynamic_shapes))
+        translator = GraphTranslator(registry, dims, target_opset, unknown_custom_ops=unknown_custom_ops)
+        translated = translator.translate_program(program.graph_module)
+
+    with report.phase("assemble"):
+        onnx_model, layout = assemble(program, translated, target_opset)
+    report.ops = _op_usage(registry, translated.usage)
+    report.nodes_translated = count_nodes(onnx_model)
+
+    with report.phase("optimize"):
+        report.passes = run_passes(onnx_model, passes)
+    report.nodes_final = count_nodes(onnx_model)
+
+    result = ExportResult(onnx_model, program, layout, report, eager)
+    if f is not None:
+        result.save(f)
+    return result

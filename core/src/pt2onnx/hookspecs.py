@@ -1,0 +1,105 @@
+"""Hook specifications: everything a pt2onnx plugin can provide.
+
+A plugin is a module (or any object) with functions marked ``@hookimpl`` whose names
+are the hooks below. Each hook hands the plugin a *registrar*; the plugin calls it to
+register what it provides, and returns nothing. pt2onnx calls every hook once per
+export session and resolves the registrations into plain lookup tables, so the
+per-node loop never calls a hook.
+
+A hook implementation may accept fewer arguments than the spec names (pluggy
+passes only those it asks for), so hooks can grow without breaking plugins.
+
+Where plugins come from, highest layer first (a higher layer wins silently; two
+registrations of one op in the same layer are an error unless one says
+``override=True``):
+
+1. ``plugins=[...]`` passed to :func:`pt2onnx.export` (modules, module names or objects);
+2. the user's project: ``[tool.pt2onnx] plugins = ["mypkg.overrides"]`` in the first
+   ``pyproject.toml`` found from the current directory upward;
+3. installed packs: entry points in the group ``pt2onnx``;
+4. builtin packs (``pt2onnx-aten``, ``pt2onnx-hops``, ``pt2onnx-decomp``): also entry
+   points, found exactly as an installed pack is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .registration import (
+        ConverterRegistrar,
+        CustomOpRegistrar,
+        DecompositionRegistrar,
+        LoweringRegistrar,
+    )
+
+__all__ = ["hookimpl", "hookspec"]
+
+#: Marks a hook specification (used by pt2onnx itself).
+hookspec = pluggy.HookspecMarker("pt2onnx")
+#: Marks a plugin's hook implementation: ``@hookimpl def pt2onnx_register_converters(register): ...``
+hookimpl = pluggy.HookimplMarker("pt2onnx")
+
+
+@hookspec
+def pt2onnx_register_converters(register: ConverterRegistrar) -> None:
+    """Register converters for ops that appear in exported graphs (aten, prims, Python callables).
+
+    A converter is a function ``fn(op, *args, **kwargs)`` whose parameters mirror the
+    op's schema: tensors arrive as ``onnx_ir.Value``, Python scalars as scalars,
+    symbolic ints as 0-d INT64 Values. ``op`` (a :class:`pt2onnx.plugin.Op`) emits ONNX
+    nodes and knows the target opset. It returns the output Value, or a tuple of them
+    for ops with several outputs. It raises
+    :class:`pt2onnx.errors.UnsupportedArgumentError` for an argument it cannot express.
+
+    Use ``register.module(mod)`` to register every function of ``mod`` decorated with
+    :func:`pt2onnx.plugin.converter`, or ``register.converter(op_name, fn)`` for one.
+
+    Fires once per export session (and for ``pt2onnx plugins``/``pt2onnx ops``).
+    """
+
+
+@hookspec
+def pt2onnx_register_lowerings(register: LoweringRegistrar) -> None:
+    """Register lowerings for higher-order ops (``cond``, ``while_loop``, ``scan``, ``map``, ...).
+
+    A lowering has the converter signature; the HOP's graph arguments arrive as
+    ``torch.fx.GraphModule`` objects, which the lowering turns into ONNX subgraphs
+    with ``op.subgraph(gm, ...)``, into local functions with ``op.function(gm, ...)``
+    or inlines with ``op.inline(gm, ...)``; the same registry translates their
+    nodes, so plugins apply inside subgraphs too.
+
+    Use ``register.module(mod)`` (functions decorated with :func:`pt2onnx.plugin.lowering`)
+    or ``register.lowering(op, fn)``.
+    """
+
+
+@hookspec
+def pt2onnx_register_custom_ops(register: CustomOpRegistrar) -> None:
+    """Register handlers for the user's own ops (``torch.library``), in one of three ways.
+
+    * ``register.expand(op, fn)``: ``fn`` emits standard ONNX ops, like a converter;
+    * ``register.custom_domain(op, domain=..., op_type=..., version=...)``: one node in a
+      domain of your choosing (e.g. ``com.microsoft``, or your own onnxruntime
+      custom-op library), its output types and shapes set from torch's metadata;
+    * ``register.decompose(op, fn)``: a Python decomposition into aten ops, which the
+      aten converters then translate.
+
+    An op can be named by string (``"mylib::fused_gelu"``) so the pack need not import
+    the library that defines it.
+    """
+
+
+@hookspec
+def pt2onnx_register_decompositions(register: DecompositionRegistrar) -> None:
+    """Say which ops to decompose before translation and which to keep whole.
+
+    pt2onnx re-traces the captured program with a decomposition table only when it
+    must (the graph mutates, or holds an op no converter takes). That table is
+    torch's default table minus every op that some plugin converts or keeps
+    (``register.keep(op)``), plus the decompositions plugins add
+    (``register.decompose(op, fn)``, which also forces an op to be decomposed even
+    where a converter exists).
+    """

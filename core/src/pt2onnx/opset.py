@@ -1,0 +1,45 @@
+"""The target opset: by default the newest one the installed onnxruntime runs."""
+
+from __future__ import annotations
+
+import functools
+
+import onnx
+import onnx.helper as oh
+import onnxruntime as ort
+
+__all__ = ["MIN_OPSET", "default_opset", "check_opset"]
+
+#: The oldest opset converters are written for.
+MIN_OPSET = 18
+
+
+@functools.cache
+def default_opset() -> int:
+    """The newest opset both onnx and the installed onnxruntime know, probed once."""
+    for version in range(onnx.defs.onnx_opset_version(), MIN_OPSET - 1, -1):
+        opset = [oh.make_opsetid("", version)]
+        graph = oh.make_graph(
+            [oh.make_node("Identity", ["x"], ["y"])],
+            "probe",
+            [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+            [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])],
+        )
+        model = oh.make_model(graph, opset_imports=opset, ir_version=oh.find_min_ir_version_for(opset))
+        try:
+            ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        except Exception:  # noqa: BLE001 - onnxruntime rejects opsets it does not know
+            continue
+        return version
+    return MIN_OPSET
+
+
+def check_opset(opset: int | None) -> int:
+    """``opset`` validated, or the default."""
+    if opset is None:
+        return default_opset()
+    if not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
+        raise ValueError(
+            f"opset {opset} is not supported: choose one in [{MIN_OPSET}, {onnx.defs.onnx_opset_version()}]"
+        )
+    return opset

@@ -1,0 +1,48 @@
+"""The plugin author's API: everything a converter pack imports from pt2onnx.
+
+A minimal pack::
+
+    from pt2onnx.plugin import converter, hookimpl
+
+    @converter("aten::gelu")
+    def gelu(op, x, *, approximate="none"):
+        if approximate == "tanh":
+            return op.Gelu(x, approximate="tanh")
+        return op.Gelu(x)
+
+    @hookimpl
+    def pt2onnx_register_converters(register):
+        register.module(sys.modules[__name__])
+
+and an entry point in its pyproject.toml::
+
+    [project.entry-points.pt2onnx]
+    mypack = "mypack"
+"""
+
+from __future__ import annotations
+
+from .errors import ConversionError, UnsupportedArgumentError
+from .hookspecs import hookimpl
+from .op import Op
+from .registration import (
+    ConverterRegistrar,
+    CustomOpRegistrar,
+    DecompositionRegistrar,
+    LoweringRegistrar,
+    converter,
+    lowering,
+)
+
+__all__ = [
+    "ConversionError",
+    "ConverterRegistrar",
+    "CustomOpRegistrar",
+    "DecompositionRegistrar",
+    "LoweringRegistrar",
+    "Op",
+    "UnsupportedArgumentError",
+    "converter",
+    "hookimpl",
+    "lowering",
+]

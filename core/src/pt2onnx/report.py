@@ -1,0 +1,79 @@
+"""The export report: what happened, how long each phase took, and who converted what."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .optimize import PassEffect
+from .plugin_manager import BrokenPlugin, PluginInfo
+
+__all__ = ["OpUsage", "Report"]
+
+
+@dataclass(frozen=True)
+class OpUsage:
+    """One op of the graph: how many nodes, which plugin converted it, what it shadowed."""
+
+    op: str
+    count: int
+    plugin: str
+    layer: str
+    shadowed: tuple[str, ...] = ()
+
+
+@dataclass
+class Report:
+    """Everything an export did. ``str(report)`` is a readable summary."""
+
+    timings: dict[str, float] = field(default_factory=dict)
+    capture: str = ""
+    capture_fallback: str | None = None
+    retraced: bool = False
+    decompose_reason: str = ""
+    opset: int = 0
+    ops: list[OpUsage] = field(default_factory=list)
+    passes: list[PassEffect] = field(default_factory=list)
+    plugins: list[PluginInfo] = field(default_factory=list)
+    broken_plugins: list[BrokenPlugin] = field(default_factory=list)
+    nodes_translated: int = 0
+    nodes_final: int = 0
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time a phase; nested or repeated phases add up."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+
+    def provider(self, op: str) -> str | None:
+        """The plugin that converted ``op`` (canonical name) in this export."""
+        return next((u.plugin for u in self.ops if u.op == op), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (for JSON)."""
+        return asdict(self)
+
+    def __str__(self) -> str:
+        lines = [f"capture: {self.capture}"]
+        if self.capture_fallback:
+            lines.append(f"  fallback because: {self.capture_fallback.splitlines()[0]}")
+        lines.append(f"decompose: {'re-traced' if self.retraced else 'skipped'} ({self.decompose_reason})")
+        lines.append(f"opset: {self.opset}; nodes: {self.nodes_translated} translated, {self.nodes_final} final")
+        lines.append("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items()))
+        lines.append("ops:")
+        for u in sorted(self.ops, key=lambda u: u.op):
+            shadow = f" (shadows {', '.join(u.shadowed)})" if u.shadowed else ""
+            lines.append(f"  {u.op:<40} x{u.count:<4} {u.plugin} [{u.layer}]{shadow}")
+        if self.passes:
+            lines.append("optimization passes:")
+            lines.extend(f"  {p.name:<26} -{p.removed:<5} nodes {p.seconds:.3f}s" for p in self.passes)
+        if self.broken_plugins:
+            lines.append("broken plugins (skipped):")
+            lines.extend(f"  {b.name} ({b.distribution}): {b.error}" for b in self.broken_plugins)
+        return "\n".join(lines)

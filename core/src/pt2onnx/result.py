@@ -1,0 +1,131 @@
+"""``ExportResult``: the exported model, its report, and running and verifying it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import onnx
+import onnx_ir as ir
+import onnxruntime as ort
+import torch
+import torch.utils._pytree as pytree
+from torch.export import ExportedProgram
+
+from .assemble import OutputLayout
+from .errors import VerificationError
+from .report import Report
+from .runtime import Verification, compare, from_ort, to_ort
+from .save import PROTOBUF_LIMIT, save_model
+from .signature import flatten_inputs, user_input_names
+
+__all__ = ["ExportResult"]
+
+
+def _clone(tree: Any) -> Any:
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, tree)
+
+
+class ExportResult:
+    """What :func:`pt2onnx.export` returns.
+
+    Attributes:
+        model: the ONNX model as an ``onnx_ir.Model`` (weights reference torch's tensors).
+        program: the ``ExportedProgram`` that was translated.
+        report: the :class:`~pt2onnx.report.Report` of the export.
+    """
+
+    def __init__(
+        self,
+        model: ir.Model,
+        program: ExportedProgram,
+        layout: OutputLayout,
+        report: Report,
+        eager: torch.nn.Module | None,
+    ) -> None:
+        self.model = model
+        self.program = program
+        self.layout = layout
+        self.report = report
+        self._eager = eager
+        self._session: ort.InferenceSession | None = None
+
+    @property
+    def model_proto(self) -> onnx.ModelProto:
+        """The model as an ``onnx.ModelProto`` (serializes the weights; below 2 GB only)."""
+        return ir.serde.serialize_model(self.model)
+
+    @property
+    def input_names(self) -> list[str]:
+        return [v.name or "" for v in self.model.graph.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [v.name or "" for v in self.model.graph.outputs]
+
+    def save(self, path: str | os.PathLike[str], external_data: bool | str | None = None) -> list[Path]:
+        """Write the model atomically; external data automatically above protobuf's 2 GB limit."""
+        with self.report.phase("save"):
+            return save_model(self.model, path, external_data)
+
+    def session(self, **options: Any) -> ort.InferenceSession:
+        """An onnxruntime session of the model (created once; ``options`` set SessionOptions fields)."""
+        if self._session is None or options:
+            so = ort.SessionOptions()
+            for key, value in options.items():
+                setattr(so, key, value)
+            providers = ["CPUExecutionProvider"]
+            weights = sum(
+                v.const_value.nbytes for v in self.model.graph.initializers.values() if v.const_value is not None
+            )
+            if weights < PROTOBUF_LIMIT:
+                session = ort.InferenceSession(self.model_proto.SerializeToString(), so, providers=providers)
+            else:
+                with tempfile.TemporaryDirectory() as tmp:
+                    path = Path(tmp) / "model.onnx"
+                    save_model(self.model, path, external_data=True)
+                    session = ort.InferenceSession(str(path), so, providers=providers)
+            if options:
+                return session
+            self._session = session
+        return self._session
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the model in onnxruntime, called like the PyTorch module, returning what it returns.
+
+        Inputs the model mutates in place are updated in place here too.
+        """
+        leaves = flatten_inputs(self.program, args, kwargs)
+        names = user_input_names(self.program)
+        onnx_inputs = set(self.input_names)
+        feeds = {name: to_ort(leaf) for name, leaf in zip(names, leaves) if name in onnx_inputs}
+        missing = onnx_inputs - set(feeds)
+        if missing:
+            raise VerificationError(f"no value given for ONNX input(s) {sorted(missing)}")
+        outputs = self.session().run_with_ort_values(self.output_names, feeds)
+        by_name = dict(zip(self.output_names, outputs))
+        user = [from_ort(by_name[e]) if isinstance(e, str) else e[1] for e in self.layout.user]
+        for name, target in self.layout.mutations.items():
+            if target in names:
+                leaves[names.index(target)].copy_(from_ort(by_name[name]))
+        spec = self.program.call_spec.out_spec
+        return pytree.tree_unflatten(user, spec) if spec is not None else user
+
+    def verify(self, *args: Any, _atol: float = 1e-5, _rtol: float = 1e-5, **kwargs: Any) -> Verification:
+        """Run eager PyTorch and onnxruntime on the same inputs and compare every output.
+
+        Returns a :class:`~pt2onnx.runtime.Verification` (per output: max abs/rel
+        difference, shape/dtype/NaN agreement); ``.ok`` applies ``|d| <= _atol + _rtol*|eager|``.
+        """
+        eager = self._eager if self._eager is not None else self.program.module()
+        with self.report.phase("verify"):
+            with torch.no_grad():
+                expected = eager(*_clone(args), **_clone(kwargs))
+            got = self.run(*_clone(args), **_clone(kwargs))
+            names = [e for e in self.layout.user if isinstance(e, str)]
+            return compare(names, expected, got, atol=_atol, rtol=_rtol)
+
+    def __repr__(self) -> str:
+        return f"<ExportResult {len(self.model.graph)} nodes, inputs={self.input_names}, outputs={self.output_names}>"

@@ -1,0 +1,408 @@
+"""Translate: walk the FX graph once and dispatch every node to its registered converter.
+
+Each converter's outputs are checked against torch's ``meta["val"]`` (dtype and rank)
+and then typed from it, so the ONNX graph is fully typed without shape inference.
+Every ONNX node gets provenance metadata from the FX node it was made for.
+Higher-order ops translate their sub-GraphModules through the same registry.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx_ir as ir
+import onnxscript
+import torch
+import torch.fx
+from onnxscript import GraphBuilder
+
+from .errors import ConversionError, Pt2OnnxError, UnsupportedArgumentError, UnsupportedOpsError
+from .op import Op
+from .opnames import op_name
+from .provenance import METADATA_KEYS, location_of, metadata_props
+from .registry import Registry
+from .symbolic import DimNames, ir_type_and_shape
+
+__all__ = ["GraphTranslator", "TranslatedGraph", "UnknownCustomOpWarning"]
+
+# Namespaces of ops torch itself defines; any other namespace is a user's custom op.
+_TORCH_NAMESPACES = frozenset(
+    {"aten", "prims", "higher_order", "operator", "torch", "math", "builtins", "_operator", "quantized_decomposed"}
+)
+
+
+class UnknownCustomOpWarning(UserWarning):
+    """A custom op without handler was emitted as an opaque node (``unknown_custom_ops="emit"``)."""
+
+
+@dataclass
+class TranslatedGraph:
+    """The main graph as translated: placeholders as values, outputs in FX order."""
+
+    graph: ir.Graph
+    builder: GraphBuilder
+    placeholders: dict[str, Any]
+    outputs: list[Any]
+    domains: dict[str, int]
+    functions: dict[ir.OperatorIdentifier, ir.Function]
+    usage: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+
+def _is_custom(name: str) -> bool:
+    return name.split("::", 1)[0] not in _TORCH_NAMESPACES
+
+
+class GraphTranslator:
+    """Translates one exported program; lives for one export."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        dims: DimNames,
+        opset: int,
+        *,
+        unknown_custom_ops: str = "error",
+    ) -> None:
+        self.registry = registry
+        self.dims = dims
+        self.opset = opset
+        self.unknown_custom_ops = unknown_custom_ops
+        self.domains: dict[str, int] = {}
+        self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
+        self.usage: Counter[tuple[str, str]] = Counter()
+        self._prefix = ""
+
+    # -- checks before translating anything -----------------------------------------
+
+    def check_supported(self, gm: torch.fx.GraphModule) -> None:
+        """Raise one error listing every op of ``gm`` (subgraphs included) without converter."""
+        missing: dict[str, list[Any]] = {}
+        for node in _all_call_nodes(gm):
+            if self.registry.lookup(node.target) is not None:
+                continue
+            name = op_name(node.target)
+            if _is_custom(name) and self.unknown_custom_ops == "emit":
+                continue
+            missing.setdefault(name, []).append(location_of(node))
+        if not missing:
+            return
+        hint = None
+        custom = sorted(n for n in missing if _is_custom(n))
+        if custom:
+            hint = (
+                f"{', '.join(custom)} {'is a custom op' if len(custom) == 1 else 'are custom ops'} "
+                "(torch.library). Export it through a custom-op handler plugin in one of three ways: "
+                "register.expand(op, fn) to emit standard ONNX ops; register.custom_domain(op, domain=...) "
+                "to emit one node in your own domain; register.decompose(op, fn) to decompose it into "
+                "aten ops (see docs/custom_ops.md). Or pass unknown_custom_ops='emit' to emit one opaque "
+                "node in a domain named after the op's namespace."
+            )
+        raise UnsupportedOpsError(missing, hint=hint)
+
+    # -- the main graph -------------------------------------------------------------
+
+    def translate_program(self, gm: torch.fx.GraphModule) -> TranslatedGraph:
+        """Translate the exported program's graph; placeholders become graph inputs for now."""
+        self.check_supported(gm)
+        graph = ir.Graph(inputs=[], outputs=[], nodes=[], opset_imports={"": self.opset}, name="main_graph")
+        builder = GraphBuilder(graph)
+        op = Op(builder, self)
+        env: dict[torch.fx.Node, Any] = {}
+        placeholders: dict[str, Any] = {}
+        for node in gm.graph.find_nodes(op="placeholder"):
+            value = self._typed_value(node.meta.get("val"), node.name)
+            if value is None:
+                # A constant (non-tensor) input: torch specialized the graph on it.
+                env[node] = node.meta.get("val")
+            else:
+                env[node] = value
+                graph.inputs.append(value)
+            placeholders[node.name] = env[node]
+        outputs = self._walk(op, gm.graph, env)
+        return TranslatedGraph(graph, builder, placeholders, outputs, self.domains, self.functions, self.usage)
+
+    # -- bodies of higher-order ops ---------------------------------------------------
+
+    def placeholder_values(self, fx_graph: torch.fx.Graph, prefix: str) -> list[ir.Value]:
+        values = []
+        for node in fx_graph.find_nodes(op="placeholder"):
+            value = self._typed_value(node.meta.get("val"), f"{prefix}{node.name}")
+            if value is None:
+                raise ConversionError(
+                    f"subgraph input {node.name!r} is not a tensor or symbolic scalar",
+                    location=location_of(node),
+                )
+            values.append(value)
+        return values
+
+    def translate_body(self, op: Op, fx_graph: torch.fx.Graph, args: Sequence[Any]) -> list[Any]:
+        placeholders = list(fx_graph.find_nodes(op="placeholder"))
+        if len(placeholders) != len(args):
+            raise ConversionError(
+                f"subgraph takes {len(placeholders)} inputs but was given {len(args)}",
+                location=location_of(op.node) if op._node is not None else None,
+            )
+        env: dict[torch.fx.Node, Any] = dict(zip(placeholders, args))
+        saved = op._node
+        try:
+            return self._walk(op, fx_graph, env)
+        finally:
+            op._node = saved
+
+    def build_subgraph(
+        self, op: Op, build: Callable[..., Sequence[Any]], inputs: Sequence[ir.Value], name: str
+    ) -> ir.Graph:
+        graph = ir.Graph(
+            inputs=list(inputs), outputs=[], nodes=[], opset_imports=dict(op.builder.graph.opset_imports), name=name
+        )
+        sub_op = Op(GraphBuilder(graph, parent=op.builder), self)
+        sub_op._node = op._node
+        saved_prefix, self._prefix = self._prefix, f"{self._prefix}{name}."
+        try:
+            outputs = build(sub_op, *inputs)
+        finally:
+            self._prefix = saved_prefix
+        graph.outputs.extend(self._graph_outputs(sub_op, list(outputs), graph))
+        if op._node is not None:
+            _stamp(graph, len(graph), metadata_props(op._node))
+        return graph
+
+    def build_function(self, op: Op, gm: torch.fx.GraphModule, name: str, domain: str) -> ir.Function:
+        key: ir.OperatorIdentifier = (domain, name, "")
+        if key in self.functions:
+            return self.functions[key]
+        self.use_domain(domain, 1)
+        inputs = self.placeholder_values(gm.graph, "")
+        node = op._node
+
+        def trace(inner: onnxscript.OpBuilder, *xs: ir.Value) -> list[ir.Value]:
+            body_op = Op(inner.builder, self)
+            body_op._node = node
+            outputs = self.translate_body(body_op, gm.graph, xs)
+            return self._graph_outputs(body_op, outputs, inner.builder.graph)
+
+        opsets = {"": self.opset, **{d: v for d, v in self.domains.items() if d != domain}}
+        function = onnxscript.build_function(trace, inputs, domain=domain, name=name, opset_imports=opsets)
+        if node is not None:
+            _stamp(function.graph, len(function.graph), metadata_props(node))
+        self.functions[key] = function
+        return function
+
+    def use_domain(self, domain: str, version: int) -> None:
+        """Record that nodes of ``domain`` (at ``version``) are emitted."""
+        known = self.domains.get(domain)
+        if known is not None and known != version:
+            raise ConversionError(
+                f"domain {domain!r} is used at opset versions {known} and {version}",
+                hint="make every plugin emit one version of that domain",
+            )
+        self.domains[domain] = version
+
+    # -- the walk -------------------------------------------------------------------
+
+    def _walk(self, op: Op, fx_graph: torch.fx.Graph, env: dict[torch.fx.Node, Any]) -> list[Any]:
+        owner = fx_graph.owning_module
+        for node in fx_graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "get_attr":
+                env[node] = _fetch_attr(owner, node.target)
+            elif node.op == "call_function":
+                env[node] = self._convert(op, node, env)
+            elif node.op == "output":
+                return list(_flatten(_resolve(node.args[0], env)))
+            else:
+                raise ConversionError(f"unexpected FX node kind {node.op!r}", location=location_of(node))
+        raise ConversionError("FX graph has no output node")
+
+    def _convert(self, op: Op, node: torch.fx.Node, env: dict[torch.fx.Node, Any]) -> Any:
+        entry = self.registry.lookup(node.target)
+        if entry is None:
+            fn: Callable[..., Any] = _opaque_custom_op(node)
+            plugin = "<unknown_custom_ops=emit>"
+        else:
+            assert entry.winner.fn is not None
+            fn, plugin = entry.winner.fn, entry.winner.plugin
+        args = _resolve(node.args, env)
+        kwargs = _resolve(node.kwargs, env)
+        graph = op.builder.graph
+        count_before = len(graph)
+        op._node = node
+        try:
+            result = fn(op, *args, **kwargs)
+        except UnsupportedArgumentError as e:
+            raise UnsupportedArgumentError(
+                e.argument,
+                e.value,
+                e.reason,
+                hint=e.hint
+                or f"change the model to avoid this argument, or override {op_name(node.target)} "
+                "with your own converter plugin",
+            ).at(location_of(node)) from e
+        except Pt2OnnxError as e:
+            if e.location is None:
+                e.at(location_of(node))
+            raise
+        except Exception as e:
+            raise ConversionError(
+                f"converter {_describe(fn)} from plugin {plugin!r} failed: {type(e).__name__}: {e}",
+                location=location_of(node),
+                hint=f"this is a bug in plugin {plugin!r}; report it there, or override "
+                f"{op_name(node.target)} with your own converter plugin (docs/plugins.md)",
+            ) from e
+        finally:
+            op._node = None
+        added = len(graph) - count_before
+        new_nodes = _stamp(graph, added, metadata_props(node))
+        self.usage[(op_name(node.target), plugin)] += 1
+        return self._bind_outputs(node, result, new_nodes, fn, plugin)
+
+    def _bind_outputs(
+        self, node: torch.fx.Node, result: Any, new_nodes: set[ir.Node], fn: Callable[..., Any], plugin: str
+    ) -> Any:
+        meta = node.meta.get("val")
+        if isinstance(meta, (tuple, list)):
+            if not isinstance(result, (tuple, list)) or len(result) != len(meta):
+                raise self._mismatch(node, fn, plugin, f"{len(meta)} outputs", result)
+            return tuple(
+                self._bind_one(node, r, m, f"{node.name}_{i}", new_nodes, fn, plugin)
+                for i, (r, m) in enumerate(zip(result, meta))
+            )
+        return self._bind_one(node, result, meta, node.name, new_nodes, fn, plugin)
+
+    def _bind_one(
+        self,
+        node: torch.fx.Node,
+        result: Any,
+        meta: Any,
+        name: str,
+        new_nodes: set[ir.Node],
+        fn: Callable[..., Any],
+        plugin: str,
+    ) -> Any:
+        typed = ir_type_and_shape(meta, self.dims)
+        if not isinstance(result, ir.Value):
+            if typed is not None and isinstance(meta, torch.Tensor):
+                raise self._mismatch(node, fn, plugin, "an onnx_ir.Value", result)
+            return result
+        if typed is None:
+            return result
+        type_, shape = typed
+        if result.type is not None and result.type != type_:
+            raise self._mismatch(node, fn, plugin, f"dtype {type_.dtype.name}", f"dtype {result.type}")
+        if result.shape is not None and result.shape.rank() != len(shape):
+            raise self._mismatch(node, fn, plugin, f"rank {len(shape)}", f"rank {result.shape.rank()}")
+        if result.producer() in new_nodes:
+            result.name = f"{self._prefix}{name}"
+        result.type = type_
+        result.shape = shape
+        return result
+
+    def _mismatch(
+        self, node: torch.fx.Node, fn: Callable[..., Any], plugin: str, expected: str, got: Any
+    ) -> ConversionError:
+        return ConversionError(
+            f"converter {_describe(fn)} from plugin {plugin!r} returned {got!r} where torch says {expected}",
+            location=location_of(node),
+            hint=f"this is a bug in plugin {plugin!r}: the exported model would be wrong, so export stops",
+        )
+
+    def _typed_value(self, val: Any, name: str) -> ir.Value | None:
+        typed = ir_type_and_shape(val, self.dims)
+        if typed is None or isinstance(val, (int, float, bool)):
+            return None
+        return ir.Value(name=f"{self._prefix}{name}", type=typed[0], shape=typed[1])
+
+    def _graph_outputs(self, op: Op, outputs: list[Any], graph: ir.Graph) -> list[ir.Value]:
+        """Outputs a (sub)graph can declare: values produced inside it, each once."""
+        result: list[ir.Value] = []
+        seen: set[ir.Value] = set()
+        for out in outputs:
+            if not isinstance(out, ir.Value):
+                if out is None:
+                    raise ConversionError("a subgraph output is None", location=location_of(op.node))
+                out = op.constant(out)
+            producer = out.producer()
+            if producer is None or producer.graph is not graph or out in seen:
+                identity = op.Identity(out)
+                assert isinstance(identity, ir.Value)
+                identity.type, identity.shape = out.type, out.shape
+                out = identity
+            seen.add(out)
+            result.append(out)
+        return result
+
+
+def _stamp(graph: ir.Graph, count: int, props: dict[str, str]) -> set[ir.Node]:
+    """Put provenance on the last ``count`` nodes of ``graph`` that have none yet."""
+    nodes = set(itertools.islice(reversed(graph), count))
+    key = METADATA_KEYS["node"]
+    for n in nodes:
+        if key not in n.metadata_props:
+            for k in ("namespace", "pkg.onnxscript.class_hierarchy", "pkg.onnxscript.name_scopes"):
+                n.metadata_props.pop(k, None)
+            n.metadata_props.update(props)
+    return nodes
+
+
+def _resolve(arg: Any, env: dict[torch.fx.Node, Any]) -> Any:
+    if isinstance(arg, torch.fx.Node):
+        return env[arg]
+    if isinstance(arg, (list, tuple)):
+        return [_resolve(a, env) for a in arg]
+    if isinstance(arg, dict):
+        return {k: _resolve(v, env) for k, v in arg.items()}
+    return arg
+
+
+def _flatten(values: Any) -> Any:
+    if isinstance(values, (list, tuple)):
+        for v in values:
+            yield from _flatten(v)
+    else:
+        yield values
+
+
+def _fetch_attr(module: torch.nn.Module | None, target: str) -> Any:
+    obj: Any = module
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _all_call_nodes(gm: torch.fx.GraphModule) -> Any:
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            yield node
+        elif node.op == "get_attr":
+            sub = _fetch_attr(gm, node.target)
+            if isinstance(sub, torch.fx.GraphModule):
+                yield from _all_call_nodes(sub)
+
+
+def _describe(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _opaque_custom_op(node: torch.fx.Node) -> Callable[..., Any]:
+    name = op_name(node.target)
+    domain, op_type = name.split("::", 1)
+    op_type = op_type.split(".", 1)[0]
+
+    def emit(op: Op, *args: Any, **kwargs: Any) -> Any:
+        warnings.warn(
+            f"custom op {name} has no handler; emitted as one opaque node {domain}::{op_type} "
+            "(unknown_custom_ops='emit'). The model runs only where that op is implemented.",
+            UnknownCustomOpWarning,
+            stacklevel=2,
+        )
+        inputs = [a for a in _flatten(args) if isinstance(a, ir.Value)]
+        attrs = {k: v for k, v in kwargs.items() if isinstance(v, (int, float, str))}
+        return op.custom_node(domain, op_type, inputs, attrs)
+
+    return emit

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The two commands of the README:
+#   ./dev.sh demo   set up .venv, export a demo model, run it in onnxruntime, print the difference to eager
+#   ./dev.sh test   set up .venv, then lint (ruff), type-check (mypy) and run the test suite
+set -euo pipefail
+cd "$(dirname "$0")"
+
+setup() {
+    if [ ! -x .venv/bin/python ]; then
+        python3 -m venv .venv
+    fi
+    # Re-install only when what is installed could have changed.
+    local stamp=.venv/.pt2onnx-setup
+    local digest
+    digest=$(cat requirements-dev.txt $(git ls-files '*pyproject.toml' 2>/dev/null || find . -name pyproject.toml -not -path './.venv/*') | sha256sum | cut -d' ' -f1)
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
+        .venv/bin/python -m pip install -q --upgrade pip
+        .venv/bin/python -m pip install -q -r requirements-dev.txt
+        echo "$digest" > "$stamp"
+    fi
+}
+
+case "${1:-}" in
+    demo)
+        setup
+        .venv/bin/pt2onnx export docs/examples/demo.py:make_model -o demo.onnx --verify
+        ;;
+    test)
+        setup
+        .venv/bin/ruff check .
+        .venv/bin/ruff format --check .
+        .venv/bin/mypy
+        HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest -n 2 "${@:2}"
+        ;;
+    *)
+        echo "usage: ./dev.sh demo | ./dev.sh test [pytest args]" >&2
+        exit 2
+        ;;
+esac
