@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from pt2onnx.plugin import ConverterRegistrar, hookimpl
-
-from . import conv, elementwise, linear, norm, pooling, python_ops, shape, special
-
-FAMILIES = (conv, elementwise, linear, norm, pooling, python_ops, shape, special)
 
 
 @hookimpl
 def pt2onnx_register_converters(register: ConverterRegistrar) -> None:
-    for family in FAMILIES:
-        register.module(family)
+    # Every public module of this package is one family of converters.
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            register.module(importlib.import_module(f"{__name__}.{info.name}"))

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from pt2onnx.plugin import LoweringRegistrar, hookimpl
-
-from . import wrappers
-
-FAMILIES = (wrappers,)
 
 
 @hookimpl
 def pt2onnx_register_lowerings(register: LoweringRegistrar) -> None:
-    for family in FAMILIES:
-        register.module(family)
+    # Every public module of this package is one family of lowerings.
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            register.module(importlib.import_module(f"{__name__}.{info.name}"))
