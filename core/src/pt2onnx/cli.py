@@ -66,7 +66,7 @@ def _cmd_ops(registry: Registry, args: argparse.Namespace) -> int:
             status = 1
             continue
         packet = name.split(".", 1)[0]
-        matches = {k: e for k, e in registry.converters.items() if k in (name, packet) or k.startswith(f"{name}.")}
+        matches = registry.entries_for(name)
         if not matches:
             decomposition = registry.decompositions.get(name) or registry.decompositions.get(packet)
             if decomposition is not None:

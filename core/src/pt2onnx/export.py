@@ -25,18 +25,18 @@ from .report import OpUsage, Report
 from .result import ExportResult
 from .signature import dim_names
 from .symbolic import DimNames
-from .translate import GraphTranslator
+from .translate import GraphTranslator, TranslatedGraph
 
 __all__ = ["export"]
 
 
-def _op_usage(registry: Registry, usage: Mapping[tuple[str, str], int]) -> list[OpUsage]:
+def _op_usage(registry: Registry, translated: TranslatedGraph) -> list[OpUsage]:
+    layers = {name: str(info.layer) for name, info in registry.plugin_set.plugins.items()}
     rows = []
-    for (op, plugin), count in sorted(usage.items()):
-        entry = registry.converters.get(op) or registry.converters.get(op.split(".", 1)[0])
-        layer = str(registry.plugin_set.plugins[plugin].layer) if plugin in registry.plugin_set.plugins else "-"
+    for (op, plugin), count in sorted(translated.usage.items()):
+        entry = translated.entries.get(op)
         shadowed = tuple(f"{s.plugin} [{s.layer}]" for s in entry.shadowed) if entry else ()
-        rows.append(OpUsage(op, count, plugin, layer, shadowed))
+        rows.append(OpUsage(op, count, plugin, layers.get(plugin, "-"), shadowed))
     return rows
 
 
@@ -105,7 +105,7 @@ def export(
 
     with report.phase("assemble"):
         onnx_model, layout = assemble(program, translated, target_opset)
-    report.ops = _op_usage(registry, translated.usage)
+    report.ops = _op_usage(registry, translated)
     report.nodes_translated = count_nodes(onnx_model)
 
     with report.phase("optimize"):

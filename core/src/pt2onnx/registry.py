@@ -8,12 +8,12 @@ report and ``pt2onnx ops`` can show it.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import PluginConflictError, PluginError
-from .opnames import lookup_keys
+from .opnames import lookup_keys, op_name
 from .plugin_manager import PluginSet, hook_callers, load_plugins
 from .registration import (
     ConverterRegistrar,
@@ -62,6 +62,25 @@ def _resolve(op: str, registrations: Sequence[Registration]) -> Entry:
     return Entry(winner, tuple(r for r in ranked if r is not winner))
 
 
+def _most_specific(op: str, entries: Sequence[Entry]) -> Entry | None:
+    """Of the entries for an exact overload and its packet (in that order), the one that wins.
+
+    The higher layer wins. In one layer, one plugin's exact registration refines its own
+    packet registration; two plugins are a conflict unless exactly one says ``override=True``.
+    """
+    if not entries:
+        return None
+    top = max(e.winner.layer for e in entries)
+    tied = [e for e in entries if e.winner.layer == top]
+    if len(tied) > 1 and tied[0].winner.plugin != tied[1].winner.plugin:
+        best = _resolve(op, [e.winner for e in tied])
+        chosen = next(e for e in tied if e.winner is best.winner)
+    else:
+        chosen = tied[0]
+    others = tuple(r for e in entries if e is not chosen for r in (e.winner, *e.shadowed))
+    return Entry(chosen.winner, chosen.shadowed + others)
+
+
 class Registry:
     """Every op's converter or lowering, decomposition and keep entry, resolved."""
 
@@ -79,15 +98,36 @@ class Registry:
             else:
                 self.kept.add(r.op)
         self.converters = {op: _resolve(op, regs) for op, regs in translating.items()}
+        self._lookup_cache: dict[str, Entry | None] = {}
         self.decompositions = {op: _resolve(op, regs) for op, regs in decomposing.items()}
 
     def lookup(self, target: Any) -> Entry | None:
-        """The converter entry for an FX target: exact overload first, then its packet."""
-        for key in lookup_keys(target):
-            entry = self.converters.get(key)
-            if entry is not None:
-                return entry
-        return None
+        """The converter entry for an FX target.
+
+        The registrations for the exact overload and for its packet compete by layer;
+        within one layer the exact overload wins.
+        """
+        key = op_name(target)
+        if key not in self._lookup_cache:
+            entries = [self.converters[k] for k in lookup_keys(target) if k in self.converters]
+            self._lookup_cache[key] = _most_specific(key, entries)
+        return self._lookup_cache[key]
+
+    def entries_for(self, name: str) -> dict[str, Entry]:
+        """What converts the op named ``name`` (canonical): one entry, or one per registered overload of a packet."""
+        packet = name.split(".", 1)[0]
+        packet_entry = self.converters.get(packet)
+        if name != packet:
+            found = _most_specific(name, [e for e in (self.converters.get(name), packet_entry) if e is not None])
+            return {name: found} if found is not None else {}
+        result = {
+            k: _most_specific(k, [e for e in (entry, packet_entry) if e is not None])
+            for k, entry in self.converters.items()
+            if k.startswith(f"{packet}.")
+        }
+        if packet_entry is not None:
+            result[packet] = packet_entry
+        return {k: e for k, e in result.items() if e is not None}
 
     def decomposition(self, target: Any) -> Entry | None:
         """The plugin decomposition registered for an FX target, if any."""
@@ -96,11 +136,6 @@ class Registry:
             if entry is not None:
                 return entry
         return None
-
-    def converter_for(self, target: Any) -> Callable[..., Any] | None:
-        """Shortcut: the winning converter function for ``target``."""
-        entry = self.lookup(target)
-        return entry.winner.fn if entry is not None else None
 
     def is_kept(self, target: Any) -> bool:
         """Whether a plugin converts or explicitly keeps ``target``, so it is never decomposed."""

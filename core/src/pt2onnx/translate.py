@@ -25,7 +25,7 @@ from .errors import ConversionError, Pt2OnnxError, UnsupportedArgumentError, Uns
 from .op import Op
 from .opnames import op_name
 from .provenance import METADATA_KEYS, location_of, metadata_props
-from .registry import Registry
+from .registry import Entry, Registry
 from .symbolic import DimNames, ir_type_and_shape
 
 __all__ = ["GraphTranslator", "TranslatedGraph", "UnknownCustomOpWarning"]
@@ -51,6 +51,7 @@ class TranslatedGraph:
     domains: dict[str, int]
     functions: dict[ir.OperatorIdentifier, ir.Function]
     usage: Counter[tuple[str, str]] = field(default_factory=Counter)
+    entries: dict[str, Entry] = field(default_factory=dict)
 
 
 def _is_custom(name: str) -> bool:
@@ -75,6 +76,7 @@ class GraphTranslator:
         self.domains: dict[str, int] = {}
         self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
         self.usage: Counter[tuple[str, str]] = Counter()
+        self.entries: dict[str, Entry] = {}
         self._prefix = ""
 
     # -- checks before translating anything -----------------------------------------
@@ -124,7 +126,9 @@ class GraphTranslator:
                 graph.inputs.append(value)
             placeholders[node.name] = env[node]
         outputs = self._walk(op, gm.graph, env)
-        return TranslatedGraph(graph, builder, placeholders, outputs, self.domains, self.functions, self.usage)
+        return TranslatedGraph(
+            graph, builder, placeholders, outputs, self.domains, self.functions, self.usage, self.entries
+        )
 
     # -- bodies of higher-order ops ---------------------------------------------------
 
@@ -228,6 +232,7 @@ class GraphTranslator:
         else:
             assert entry.winner.fn is not None
             fn, plugin = entry.winner.fn, entry.winner.plugin
+            self.entries[op_name(node.target)] = entry
         args = _resolve(node.args, env)
         kwargs = _resolve(node.kwargs, env)
         graph = op.builder.graph
@@ -402,7 +407,17 @@ def _opaque_custom_op(node: torch.fx.Node) -> Callable[..., Any]:
             stacklevel=2,
         )
         inputs = [a for a in _flatten(args) if isinstance(a, ir.Value)]
-        attrs = {k: v for k, v in kwargs.items() if isinstance(v, (int, float, str))}
+        # Non-tensor arguments, positional ones too, become attributes named as in the schema.
+        named = {**dict(zip(arg_names, args)), **kwargs}
+        attrs = {k: v for k, v in named.items() if _is_attribute(v)}
         return op.custom_node(domain, op_type, inputs, attrs)
 
+    schema = getattr(node.target, "_schema", None)
+    arg_names = [a.name for a in schema.arguments] if schema is not None else []
     return emit
+
+
+def _is_attribute(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(isinstance(v, (int, float)) for v in value)
+    return isinstance(value, (int, float, str))
