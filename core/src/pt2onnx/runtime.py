@@ -36,6 +36,8 @@ def from_ort(value: ort.OrtValue) -> torch.Tensor:
     """An OrtValue as a torch tensor."""
     if value.data_type() == "tensor(bfloat16)":
         shape = value.shape()
+        if math.prod(shape) == 0:
+            return torch.empty(shape, dtype=torch.bfloat16)
         raw = ctypes.string_at(value.data_ptr(), math.prod(shape) * 2)
         return torch.frombuffer(bytearray(raw), dtype=torch.bfloat16).reshape(shape)
     return torch.from_numpy(np.asarray(value.numpy()))

@@ -12,23 +12,35 @@ Public so that third-party packs test their converters exactly as the builtin on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
+from typing import Any, TypeVar
 
 import onnx
 import torch
 from hypothesis import strategies as st
 
 from .export import export
+from .opnames import normalize_op_name
+from .registry import session_registry
 from .result import ExportResult
 
+F = TypeVar("F", bound=Callable[..., Any])
+_COVERS = "__pt2onnx_covers__"
+
 __all__ = [
+    "ALL_DTYPES",
+    "FLOAT_DTYPES",
+    "INT_DTYPES",
     "TOLERANCES",
     "assert_exports_like_eager",
+    "broadcast_shapes",
+    "covers",
     "dims",
     "dtypes",
     "shapes",
     "tensors",
+    "untested_converters",
 ]
 
 #: (atol, rtol) per output dtype; integer and bool outputs must match exactly.
@@ -62,6 +74,7 @@ def assert_exports_like_eager(
     atol: float | None = None,
     rtol: float | None = None,
     check_model: bool = True,
+    expect_ops: Iterable[str] = (),
     **export_options: Any,
 ) -> ExportResult:
     """Export ``model`` through the full pipeline, run it in onnxruntime and compare with eager.
@@ -69,11 +82,18 @@ def assert_exports_like_eager(
     Tolerances default per output dtype (:data:`TOLERANCES`); shapes, dtypes and the
     positions of NaN and inf must agree exactly. ``other_inputs`` are further
     ``(args, kwargs)`` pairs checked on the same exported model (e.g. other dynamic sizes).
+    ``expect_ops`` are op names (``aten::add`` matches every overload) the exported graph
+    must have converted, so a test cannot pass without exercising its converter.
     ``export_options`` go to :func:`pt2onnx.export`. Returns the export result.
     """
     if isinstance(model, torch.nn.Module):
         model = model.eval()
     result = export(model, args, kwargs, **export_options)
+    used = {u.op for u in result.report.ops}
+    for expected_op in expect_ops:
+        name = normalize_op_name(expected_op)
+        if not any(u == name or u.startswith(f"{name}.") for u in used):
+            raise AssertionError(f"expected {name} in the exported graph; converted ops: {sorted(used)}")
     if check_model:
         onnx.checker.check_model(result.model_proto, full_check=True)
     for call_args, call_kwargs in [(args, kwargs or {}), *other_inputs]:
@@ -95,6 +115,30 @@ def assert_exports_like_eager(
     return result
 
 
+def covers(*ops: str) -> Callable[[F], F]:
+    """Declare which converters a property test proves (checked by :func:`untested_converters`)."""
+    names = [normalize_op_name(op) for op in ops]
+
+    def mark(test: F) -> F:
+        setattr(test, _COVERS, [*getattr(test, _COVERS, []), *names])
+        return test
+
+    return mark
+
+
+def untested_converters(plugin: str, test_modules: Iterable[ModuleType]) -> list[str]:
+    """Ops ``plugin`` registers a converter for that no ``@covers`` test in ``test_modules`` declares."""
+    declared: set[str] = set()
+    for module in test_modules:
+        for obj in vars(module).values():
+            declared.update(getattr(obj, _COVERS, ()))
+            if isinstance(obj, type):
+                for member in vars(obj).values():
+                    declared.update(getattr(member, _COVERS, ()))
+    registered = {r.op for r in session_registry().registrations if r.plugin == plugin and r.converts}
+    return sorted(registered - declared)
+
+
 def _clone(tree: Any) -> Any:
     return torch.utils._pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, tree)
 
@@ -114,6 +158,17 @@ def shapes(
 ) -> st.SearchStrategy[tuple[int, ...]]:
     """Tensor shapes; ``min_side=0`` allows zero-size dims."""
     return st.lists(st.integers(min_side, max_side), min_size=min_rank, max_size=max_rank).map(tuple)
+
+
+def broadcast_shapes(
+    count: int = 2, *, min_rank: int = 0, max_rank: int = 4, min_side: int = 1, max_side: int = 4
+) -> st.SearchStrategy[tuple[tuple[int, ...], ...]]:
+    """``count`` shapes that broadcast together (different ranks, size-1 dims)."""
+    from hypothesis.extra.numpy import mutually_broadcastable_shapes
+
+    return mutually_broadcastable_shapes(
+        num_shapes=count, min_dims=min_rank, max_dims=max_rank, min_side=min_side, max_side=max_side
+    ).map(lambda b: tuple(tuple(s) for s in b.input_shapes))
 
 
 def dtypes(names: Sequence[str] = FLOAT_DTYPES) -> st.SearchStrategy[torch.dtype]:

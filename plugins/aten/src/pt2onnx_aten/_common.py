@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import onnx_ir as ir
+import torch
+
 from pt2onnx.plugin import Op
 
 
@@ -12,7 +15,8 @@ def as_dtype(op: Op, value: Any, dtype: ir.DataType) -> ir.Value:
     """``value`` (a Value or Python scalar) as a Value of ``dtype``, cast only if needed."""
     if isinstance(value, ir.Value):
         return value if value.dtype == dtype else op.Cast(value, to=dtype)
-    return op.constant(value, dtype)
+    # numpy's C cast: a scalar out of an integer dtype's range wraps around, as in torch.
+    return op.constant(np.asarray(value).astype(dtype.numpy()), dtype)
 
 
 def promote(op: Op, *values: Any) -> list[ir.Value]:
@@ -26,3 +30,117 @@ def int_list(value: Any, rank: int) -> list[int]:
         return [value] * rank
     values = [int(v) for v in value]
     return values * rank if len(values) == 1 else values
+
+
+# -- dtypes onnxruntime runs, and computing through a wider one ------------------------
+
+D = ir.DataType
+FLOATS = frozenset({D.FLOAT, D.DOUBLE, D.FLOAT16})
+FLOAT32_16 = frozenset({D.FLOAT, D.FLOAT16})
+SIGNED = frozenset({D.INT8, D.INT16, D.INT32, D.INT64})
+INTS = SIGNED | {D.UINT8}
+NUMBERS = FLOATS | INTS
+#: Where onnxruntime (CPU) lacks a kernel for a dtype, compute in the next one of this chain:
+#: each step is exact for the values of the narrower dtype (results are cast back).
+_WIDER = {
+    D.BFLOAT16: D.FLOAT,
+    D.FLOAT16: D.FLOAT,
+    D.BOOL: D.UINT8,
+    D.INT8: D.INT32,
+    D.INT16: D.INT32,
+    D.UINT8: D.INT32,
+    D.INT32: D.INT64,
+}
+
+
+def kernel_dtype(op: Op, dtype: ir.DataType, supported: frozenset[ir.DataType], argument: str = "self") -> ir.DataType:
+    """``dtype`` or the nearest wider dtype in ``supported``; raises when there is none."""
+    wide: ir.DataType | None = dtype
+    while wide is not None and wide not in supported:
+        wide = _WIDER.get(wide)
+    if wide is None:
+        raise op.unsupported(
+            argument,
+            dtype.name,
+            f"onnxruntime has no kernel for this dtype (runs {', '.join(sorted(d.name for d in supported))}) "
+            "and no wider dtype computes it exactly",
+            hint="cast the input to a supported dtype in the model",
+        )
+    return wide
+
+
+def compute(
+    op: Op,
+    fn: Any,
+    values: Any,
+    dtype: ir.DataType,
+    supported: frozenset[ir.DataType],
+    *,
+    cast_back: bool = True,
+    argument: str = "self",
+) -> ir.Value:
+    """``fn(*values)`` with the values in ``dtype``, run in a wider dtype if onnxruntime needs one.
+
+    With ``cast_back`` the result is cast to ``dtype`` (leave it off for bool-valued ops).
+    """
+    wide = kernel_dtype(op, dtype, supported, argument)
+    result = fn(*[as_dtype(op, v, wide) for v in values])
+    return op.Cast(result, to=dtype) if cast_back and wide != dtype else result
+
+
+def meta_of(arg: Any) -> Any:
+    """What torch's type promotion sees for an FX argument: a FakeTensor, or a Python scalar."""
+    if not hasattr(arg, "meta"):
+        return arg
+    val = arg.meta.get("val")
+    if isinstance(val, torch.SymBool):
+        return True
+    if isinstance(val, torch.SymFloat):
+        return 1.0
+    if isinstance(val, torch.SymInt):
+        return 1
+    return val
+
+
+def operand_dtype(op: Op, first: int = 0, second: int = 1) -> ir.DataType:
+    """The dtype torch promotes the node's arguments ``first`` and ``second`` to (for ops whose
+    output dtype is not the computation dtype, e.g. comparisons)."""
+    args = op.node.args
+    a = meta_of(args[first])
+    b = meta_of(args[second]) if len(args) > second else None
+    if b is None:
+        return op.dtype(a.dtype)
+    return op.dtype(torch.result_type(a, b))
+
+
+def rank(value: Any) -> int:
+    """The rank of a Value (0 for Python scalars)."""
+    return value.shape.rank() if isinstance(value, ir.Value) and value.shape is not None else 0
+
+
+def axes(dim: Any, rank_: int) -> list[int] | None:
+    """Reduction axes of ``dim`` (int, list, or None/[] for all dims); None means all dims.
+
+    A 0-d tensor reduces over dim 0/-1 in torch, which is all of its (no) dims.
+    """
+    if dim is None or rank_ == 0:
+        return None
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return [d % rank_ for d in dims] or None
+
+
+def truncate(op: Op, x: ir.Value) -> ir.Value:
+    """``x`` rounded toward zero (ONNX has no Trunc)."""
+    return op.Where(op.Less(x, 0), op.Ceil(x), op.Floor(x))
+
+
+def batched(op: Op, x: ir.Value, spatial: int, emit: Any) -> Any:
+    """``emit(x)`` for an ONNX op that wants (N, C, *spatial): torch also takes unbatched
+    (C, *spatial) inputs, which get a batch dim of 1 around the op (every output loses it again)."""
+    if rank(x) != spatial + 1:
+        return emit(x)
+    zero = op.constant([0])
+    out = emit(op.Unsqueeze(x, zero))
+    if isinstance(out, tuple):
+        return tuple(op.Squeeze(o, zero) for o in out)
+    return op.Squeeze(out, zero)

@@ -1,28 +1,80 @@
-"""Matrix products: linear, addmm, mm, matmul."""
+"""Matrix products: linear, mm/bmm/matmul, addmm/baddbmm/addmv, t."""
 
 from __future__ import annotations
 
+import onnx_ir as ir
+
 from pt2onnx.plugin import converter
+
+from ._common import FLOATS, compute
+
+D = ir.DataType
+# onnxruntime's MatMul kernels; narrower ints are multiplied in int32 (the wrap-around
+# of the cast back equals torch's modular result).
+MATMUL_DTYPES = FLOATS | {D.INT32, D.INT64}
+
+
+def _matmul(op, a, b):
+    return compute(op, op.MatMul, [a, b], op.output_dtype, MATMUL_DTYPES)
+
+
+def _add_product(op, self, a, b, beta, alpha):
+    """``beta * self + alpha * (a @ b)``, all in a dtype onnxruntime multiplies in."""
+
+    def emit(c, a, b):
+        product = op.MatMul(a, b)
+        if alpha != 1:
+            product = op.Mul(product, op.constant(alpha, product.dtype))
+        if beta == 0:
+            # torch ignores ``self`` (even NaN) when beta is 0; it still broadcasts into the shape.
+            return op.Expand(product, op.Shape(op.Add(product, c)))
+        return op.Add(product, c if beta == 1 else op.Mul(c, op.constant(beta, c.dtype)))
+
+    return compute(op, emit, [self, a, b], op.output_dtype, MATMUL_DTYPES)
 
 
 @converter("aten::linear.default")
 def linear(op, input, weight, bias=None):
-    if op.rank_of(input) == 2:
-        if bias is None:
-            return op.Gemm(input, weight, transB=1)
-        return op.Gemm(input, weight, bias, transB=1)
-    out = op.MatMul(input, op.Transpose(weight, perm=[1, 0]))
-    return out if bias is None else op.Add(out, bias)
+    dtype = op.output_dtype
+    values = [input, weight] if bias is None else [input, weight, bias]
+    if op.rank_of(input) == 2 and op.rank_of(weight) == 2 and dtype in FLOATS | {D.BFLOAT16}:
+        return compute(op, lambda *vs: op.Gemm(*vs, transB=1), values, dtype, FLOATS)
 
+    def emit(x, w, b=None):
+        out = op.MatMul(x, w if op.rank_of(weight) == 1 else op.Transpose(w, perm=[1, 0]))
+        return out if b is None else op.Add(out, b)
 
-@converter("aten::addmm.default")
-def addmm(op, self, mat1, mat2, *, beta=1, alpha=1):
-    return op.Gemm(mat1, mat2, self, alpha=float(alpha), beta=float(beta))
+    return compute(op, emit, values, dtype, MATMUL_DTYPES)
 
 
 @converter("aten::mm.default", "aten::bmm.default", "aten::matmul.default")
 def matmul(op, self, other):
-    return op.MatMul(self, other)
+    # ONNX MatMul follows numpy, as torch.matmul does: 1-D operands, batch broadcasting.
+    return _matmul(op, self, other)
+
+
+@converter("aten::addmm.default")
+def addmm(op, self, mat1, mat2, *, beta=1, alpha=1):
+    dtype = op.output_dtype
+    if dtype in FLOATS | {D.BFLOAT16} and beta != 0:
+        return compute(
+            op,
+            lambda c, a, b: op.Gemm(a, b, c, alpha=float(alpha), beta=float(beta)),
+            [self, mat1, mat2],
+            dtype,
+            FLOATS,
+        )
+    return _add_product(op, self, mat1, mat2, beta, alpha)
+
+
+@converter("aten::baddbmm.default")
+def baddbmm(op, self, batch1, batch2, *, beta=1, alpha=1):
+    return _add_product(op, self, batch1, batch2, beta, alpha)
+
+
+@converter("aten::addmv.default")
+def addmv(op, self, mat, vec, *, beta=1, alpha=1):
+    return _add_product(op, self, mat, vec, beta, alpha)
 
 
 @converter("aten::t.default")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from torch.fx.experimental.symbolic_shapes import statically_known_true
+
 from pt2onnx.plugin import converter
 
 
@@ -34,3 +36,45 @@ def flatten(op, self, start_dim=0, end_dim=-1):
 @converter("aten::sym_size.int")
 def sym_size(op, self, dim):
     return op.Squeeze(op.Shape(self, start=dim, end=dim + 1 if dim != -1 else None))
+
+
+@converter("aten::sym_numel.default")
+def sym_numel(op, self):
+    return op.ReduceProd(op.Shape(self), keepdims=0)
+
+
+def _input_meta(op):
+    return op.node.args[0].meta["val"]
+
+
+@converter("aten::sym_stride.int")
+def sym_stride(op, self, dim):
+    stride = op.output_meta
+    if isinstance(stride, int):
+        return stride
+    val = _input_meta(op)
+    axis = dim % val.dim()
+    # A symbolic stride is expressible when the layout is contiguous: the trailing sizes' product.
+    expected = 1
+    for n in val.shape[axis + 1 :]:
+        expected = expected * n
+    if not statically_known_true(stride == expected):
+        raise op.unsupported("self", f"stride {stride}", "a symbolic stride of a non-contiguous layout")
+    return op.ReduceProd(op.Shape(self, start=axis + 1), keepdims=0)
+
+
+@converter("aten::sym_storage_offset.default")
+def sym_storage_offset(op, self):
+    offset = op.output_meta
+    if isinstance(offset, int):
+        return offset
+    raise op.unsupported("self", f"storage offset {offset}", "ONNX tensors have no storage to be offset into")
+
+
+@converter("aten::sym_is_contiguous.default")
+def sym_is_contiguous(op, self, memory_format=None):
+    val = _input_meta(op)
+    contiguous = val.is_contiguous() if memory_format is None else val.is_contiguous(memory_format=memory_format)
+    if not isinstance(contiguous, bool):
+        raise op.unsupported("self", val.shape, "contiguity that depends on symbolic sizes")
+    return contiguous

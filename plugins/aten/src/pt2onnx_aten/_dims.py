@@ -1,0 +1,106 @@
+"""Helpers on dims and sizes for the shape, indexing and scatter families."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx_ir as ir
+
+from pt2onnx.plugin import Op
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+
+
+def ints(op: Op, values: list[int]) -> ir.Value:
+    """A 1-D INT64 constant."""
+    return op.constant([int(v) for v in values], ir.DataType.INT64)
+
+
+def static_dims(value: ir.Value) -> list[int | None]:
+    """The sizes of ``value``: ints where static, None where symbolic."""
+    assert value.shape is not None
+    return [d if isinstance(d, int) else None for d in value.shape]
+
+
+def size(op: Op, x: ir.Value, axis: int) -> ir.Value:
+    """``x.shape[axis]`` as a 1-D INT64 tensor of one element (a constant when static)."""
+    axis %= op.rank_of(x) or 1
+    d = static_dims(x)[axis]
+    if d is not None:
+        return ints(op, [d])
+    return op.Shape(x, start=axis, end=axis + 1)
+
+
+def one_d(op: Op, v: Any) -> ir.Value:
+    """An int or 0-d/1-d INT64 Value as a 1-D INT64 tensor of one element."""
+    if isinstance(v, ir.Value):
+        v = v if v.dtype == ir.DataType.INT64 else op.Cast(v, to=ir.DataType.INT64)
+        return op.Reshape(v, ints(op, [1]))
+    return ints(op, [v])
+
+
+def scalar_of(op: Op, v: Any, dtype: ir.DataType) -> ir.Value:
+    """A Python scalar or a 0-d Value as a 0-d Value of ``dtype``."""
+    if isinstance(v, ir.Value):
+        return v if v.dtype == dtype else op.Cast(v, to=dtype)
+    if dtype == ir.DataType.BOOL:
+        return op.constant(bool(v), dtype)
+    # torch converts a float scalar to an integer dtype by truncation, as int() does.
+    try:
+        return op.constant(float(v) if dtype.is_floating_point() else int(v), dtype)
+    except OverflowError as e:
+        raise op.unsupported("value", v, f"not representable in {dtype.name} (torch refuses it too)") from e
+
+
+def to_dtype(op: Op, x: ir.Value, dtype: ir.DataType) -> ir.Value:
+    """``x`` cast to ``dtype`` when it is not already."""
+    return x if x.dtype == dtype else op.Cast(x, to=dtype)
+
+
+def normalize_dim(dim: int, rank: int) -> int:
+    """A dim in ``[0, rank)`` (torch accepts -rank..rank-1; a 0-d tensor takes 0 and -1)."""
+    return dim % rank if rank else 0
+
+
+# onnxruntime's CPU kernels lack some types for some ops (measured with onnxruntime 1.31).
+# Those ops only move or compare values, so computing them in a wider type and casting
+# back is exact.
+_WIDER = {
+    ir.DataType.BFLOAT16: ir.DataType.FLOAT,
+    ir.DataType.FLOAT16: ir.DataType.FLOAT,
+    ir.DataType.INT8: ir.DataType.INT32,
+    ir.DataType.INT16: ir.DataType.INT32,
+    ir.DataType.UINT8: ir.DataType.INT32,
+    ir.DataType.BOOL: ir.DataType.UINT8,
+}
+B, F16, I8, I16, U8, BOOL = (
+    ir.DataType.BFLOAT16,
+    ir.DataType.FLOAT16,
+    ir.DataType.INT8,
+    ir.DataType.INT16,
+    ir.DataType.UINT8,
+    ir.DataType.BOOL,
+)
+MISSING = {
+    "Expand": {B},
+    "Tile": {B},
+    "Where": {B, I16, BOOL},
+    "Trilu": {B, I8, I16, U8},
+    "Pad": {B, I16},
+    "TopK": {B, BOOL},
+    "ScatterReduce": {B, F16, BOOL},
+    "Div": {B},
+}
+
+
+def widen(op: Op, x: ir.Value, onnx_op: str) -> ir.Value:
+    """``x`` cast to a type onnxruntime runs ``onnx_op`` on, if its own type is missing."""
+    if x.dtype in MISSING[onnx_op]:
+        return op.Cast(x, to=_WIDER[x.dtype])
+    return x
+
+
+def expand_to(op: Op, x: ir.Value, shape: ir.Value) -> ir.Value:
+    """``Expand(x, shape)`` in ``x``'s dtype."""
+    return to_dtype(op, op.Expand(widen(op, x, "Expand"), shape), x.dtype)

@@ -1,0 +1,98 @@
+"""scaled_dot_product_attention: ONNX Attention (opset 23) where it matches, else MatMul/Softmax.
+
+Both forms mask as torch does: a bool mask keeps True positions, a float mask is added to
+the scores, ``is_causal`` keeps key j for query i when j <= i (top-left aligned). A query
+row whose keys are all masked out gives NaN in both forms.
+"""
+
+from __future__ import annotations
+
+import math
+
+import onnx_ir as ir
+
+from pt2onnx.plugin import converter
+
+from ._common import FLOAT32_16, FLOATS, compute
+
+D = ir.DataType
+
+
+def _heads(op, query, key):
+    hq, hkv = query.shape[-3], key.shape[-3]
+    if not (isinstance(hq, int) and isinstance(hkv, int)):
+        raise op.unsupported("enable_gqa", True, "grouped-query attention needs static head counts")
+    return hq, hkv
+
+
+def _repeat_heads(op, x, groups):
+    """torch's repeat_interleave of the key/value heads: (..., Hkv, S, E) -> (..., Hkv * groups, S, E)."""
+    batch, heads, rest = op.Shape(x, end=-3), op.Shape(x, start=-3, end=-2), op.Shape(x, start=-2)
+    g = op.constant([groups])
+    expanded = op.Expand(op.Unsqueeze(x, op.constant([-3])), op.Concat(batch, heads, g, rest, axis=0))
+    return op.Reshape(expanded, op.Concat(batch, op.Mul(heads, g), rest, axis=0))
+
+
+def _causal(op, query, key):
+    """(L, S) bool mask, True where key j <= query i."""
+    zero, one = op.constant(0), op.constant(1)
+    rows = op.Range(zero, op.Squeeze(op.Shape(query, start=-2, end=-1)), one)
+    cols = op.Range(zero, op.Squeeze(op.Shape(key, start=-2, end=-1)), one)
+    return op.LessOrEqual(op.Unsqueeze(cols, zero), op.Unsqueeze(rows, one))
+
+
+def _scale(op, query, scale, dtype):
+    if scale is not None:
+        return op.constant(float(scale), dtype)
+    depth = query.shape[-1]
+    if isinstance(depth, int):
+        return op.constant(1.0 / math.sqrt(depth), dtype)
+    return op.Reciprocal(op.Sqrt(op.Cast(op.Shape(query, start=-1), to=dtype)))
+
+
+def _explicit(op, q, k, v, mask, is_causal, scale):
+    dtype = q.dtype
+    rank = op.rank_of(k)
+    perm = [*range(rank - 2), rank - 1, rank - 2]
+    scores = op.Mul(op.MatMul(q, op.Transpose(k, perm=perm)), _scale(op, q, scale, dtype))
+    neg_inf = op.constant(float("-inf"), dtype)
+    if mask is not None:
+        scores = op.Where(mask, scores, neg_inf) if mask.dtype == D.BOOL else op.Add(scores, mask)
+    if is_causal:
+        scores = op.Where(_causal(op, q, k), scores, neg_inf)
+    return op.MatMul(op.Softmax(scores, axis=-1), v)
+
+
+@converter("aten::scaled_dot_product_attention.default")
+def scaled_dot_product_attention(
+    op, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
+):
+    if dropout_p != 0:
+        raise op.unsupported(
+            "dropout_p", dropout_p, "attention dropout is random", hint="pass dropout_p=0.0 outside training"
+        )
+    groups = 1
+    if enable_gqa:
+        hq, hkv = _heads(op, query, key)
+        groups = hq // hkv
+    dtype = op.output_dtype
+    four_d = all(op.rank_of(v) == 4 for v in (query, key, value))
+    mask_fits = attn_mask is None or op.rank_of(attn_mask) in (2, 4)
+    # onnxruntime's Attention computes float64 in float32: float64 takes the explicit form.
+    if op.opset >= 23 and four_d and mask_fits and dtype in FLOAT32_16:
+        attrs = {"is_causal": int(is_causal)}
+        if scale is not None:
+            attrs["scale"] = float(scale)
+        inputs = [query, key, value] if attn_mask is None else [query, key, value, attn_mask]
+        return op.Attention(*inputs, **attrs)
+
+    bool_mask = attn_mask is not None and attn_mask.dtype == D.BOOL
+
+    def explicit(q, k, v, float_mask=None):
+        if groups > 1:
+            k, v = _repeat_heads(op, k, groups), _repeat_heads(op, v, groups)
+        return _explicit(op, q, k, v, attn_mask if bool_mask else float_mask, is_causal, scale)
+
+    # The float mask is computed with the scores (bfloat16 in float32); a bool one stays bool.
+    values = [query, key, value] if attn_mask is None or bool_mask else [query, key, value, attn_mask]
+    return compute(op, explicit, values, dtype, FLOATS)

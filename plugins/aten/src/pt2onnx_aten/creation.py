@@ -1,0 +1,111 @@
+"""Creating tensors: arange, full, zeros/ones, *_like, new_*, empty, fill, copy, masked_fill.
+
+``empty`` and ``empty_strided`` are filled with zeros: torch leaves their contents
+undefined, so any value is correct, and a model that reads them before writing them
+has no meaning to preserve. Zeros make the exported model deterministic.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from pt2onnx.plugin import converter
+
+from ._dims import expand_to, scalar_of, to_dtype, widen
+
+
+def _filled(op, shape, value):
+    """A tensor of torch's output dtype, of ``shape`` (a 1-D INT64 Value), filled with ``value``."""
+    return expand_to(op, scalar_of(op, value, op.output_dtype), shape)
+
+
+@converter("aten::full.default")
+def full(op, size, fill_value, **kwargs):
+    return _filled(op, op.shape_tensor(list(size)), fill_value)
+
+
+@converter("aten::zeros.default", "aten::empty.memory_format")
+def zeros(op, size, **kwargs):
+    return _filled(op, op.shape_tensor(list(size)), 0)
+
+
+@converter("aten::empty_strided.default")
+def empty_strided(op, size, stride, **kwargs):
+    return _filled(op, op.shape_tensor(list(size)), 0)
+
+
+@converter("aten::ones.default")
+def ones(op, size, **kwargs):
+    return _filled(op, op.shape_tensor(list(size)), 1)
+
+
+@converter("aten::full_like.default")
+def full_like(op, self, fill_value, **kwargs):
+    return _filled(op, op.Shape(self), fill_value)
+
+
+@converter("aten::zeros_like.default", "aten::empty_like.default")
+def zeros_like(op, self, **kwargs):
+    return _filled(op, op.Shape(self), 0)
+
+
+@converter("aten::ones_like.default")
+def ones_like(op, self, **kwargs):
+    return _filled(op, op.Shape(self), 1)
+
+
+@converter("aten::new_zeros.default", "aten::new_empty.default")
+def new_zeros(op, self, size, **kwargs):
+    return _filled(op, op.shape_tensor(list(size)), 0)
+
+
+@converter("aten::new_ones.default")
+def new_ones(op, self, size, **kwargs):
+    return _filled(op, op.shape_tensor(list(size)), 1)
+
+
+@converter("aten::new_full.default")
+def new_full(op, self, size, fill_value, **kwargs):
+    return _filled(op, op.shape_tensor(list(size)), fill_value)
+
+
+@converter("aten::fill.Scalar", "aten::fill.Tensor")
+def fill(op, self, value):
+    return _filled(op, op.Shape(self), value)
+
+
+@converter("aten::copy.default")
+def copy(op, self, src, non_blocking=False):
+    return expand_to(op, to_dtype(op, src, self.dtype), op.Shape(self))
+
+
+@converter("aten::masked_fill.Scalar", "aten::masked_fill.Tensor")
+def masked_fill(op, self, mask, value):
+    data = widen(op, self, "Where")
+    out = op.Where(mask, scalar_of(op, value, data.dtype), data)
+    return to_dtype(op, out, self.dtype)
+
+
+@converter("aten::arange.start_step")
+def arange_start_step(op, start, end, step=1, **kwargs):
+    # Integer ranges are computed exactly in int64, floating ones in double as torch does.
+    if op.output_dtype.is_floating_point():
+        compute = ir.DataType.DOUBLE
+    elif any(isinstance(b, float) for b in (start, end, step)):
+        raise op.unsupported(
+            "dtype", op.output_dtype.name, "an integer arange with float bounds", hint="pass integer bounds"
+        )
+    else:
+        compute = ir.DataType.INT64
+    out = op.Range(scalar_of(op, start, compute), scalar_of(op, end, compute), scalar_of(op, step, compute))
+    return to_dtype(op, out, op.output_dtype)
+
+
+@converter("aten::arange.start")
+def arange_start(op, start, end, **kwargs):
+    return arange_start_step(op, start, end, 1)
+
+
+@converter("aten::arange.default")
+def arange(op, end, **kwargs):
+    return arange_start_step(op, 0, end, 1)

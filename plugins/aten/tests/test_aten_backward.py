@@ -1,0 +1,89 @@
+"""Backward ops of the Core ATen opset, called directly, against eager."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+
+
+class Call(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+@covers("aten::max_pool2d_with_indices_backward.default")
+@given(data=st.data(), dtype=dtypes(("float32", "float64")), kernel=st.integers(1, 3), stride=st.integers(1, 3))
+def test_max_pool2d_backward(data, dtype, kernel, stride):
+    x = data.draw(tensors((2, 2, data.draw(st.integers(kernel, 6)), data.draw(st.integers(kernel, 6))), dtype))
+    _, indices = F.max_pool2d(x, kernel, stride, return_indices=True)
+    grad = data.draw(tensors(tuple(indices.shape), dtype))
+    op = torch.ops.aten.max_pool2d_with_indices_backward
+    model = Call(lambda g, x, i: op(g, x, [kernel] * 2, [stride] * 2, [0, 0], [1, 1], False, i))
+    assert_exports_like_eager(model, (grad, x, indices), expect_ops=["aten::max_pool2d_with_indices_backward"])
+
+
+@covers("aten::_adaptive_avg_pool2d_backward.default")
+@given(data=st.data(), dtype=dtypes(("float32", "float64")))
+def test_adaptive_avg_pool2d_backward(data, dtype):
+    sizes = [data.draw(st.integers(1, 6)) for _ in range(2)]
+    outputs = [data.draw(st.integers(1, 5)) for _ in range(2)]
+    x = data.draw(tensors((2, 2, *sizes), dtype))
+    grad = data.draw(tensors((2, 2, *outputs), dtype))
+    model = Call(lambda g, x: torch.ops.aten._adaptive_avg_pool2d_backward(g, x))
+    assert_exports_like_eager(model, (grad, x), expect_ops=["aten::_adaptive_avg_pool2d_backward"])
+
+
+@covers("aten::embedding_dense_backward.default")
+@given(data=st.data(), dtype=dtypes(("float32", "float64")), padding_idx=st.sampled_from([-1, 0, 2]))
+def test_embedding_dense_backward(data, dtype, padding_idx):
+    num = data.draw(st.integers(3, 6))
+    indices = data.draw(tensors((2, data.draw(st.integers(1, 4))), torch.int64, low=0, high=num - 1))
+    grad = data.draw(tensors((*indices.shape, 3), dtype))
+    model = Call(lambda g, i: torch.ops.aten.embedding_dense_backward(g, i, num, padding_idx, False))
+    assert_exports_like_eager(model, (grad, indices), expect_ops=["aten::embedding_dense_backward"])
+
+
+@covers("aten::native_layer_norm_backward.default")
+@given(
+    data=st.data(),
+    dtype=dtypes(("float32", "float64")),
+    affine=st.booleans(),
+    mask=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+)
+def test_native_layer_norm_backward(data, dtype, affine, mask):
+    shape = (2, data.draw(st.integers(1, 3)), data.draw(st.integers(2, 4)))
+    k = data.draw(st.integers(1, 2))
+    normalized = list(shape[-k:])
+    x, grad = data.draw(tensors(shape, dtype)), data.draw(tensors(shape, dtype))
+    w = data.draw(tensors(tuple(normalized), dtype)) if affine else None
+    b = data.draw(tensors(tuple(normalized), dtype)) if affine else None
+    mask = list(mask) if affine else [mask[0], False, False]
+    if not any(mask):
+        mask[0] = True
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x, normalized, w, b, 1e-5)
+    op = torch.ops.aten.native_layer_norm_backward
+
+    def fn(g, x, mean, rstd):
+        return [t for t in op(g, x, normalized, mean, rstd, w, b, mask) if t is not None]
+
+    assert_exports_like_eager(Call(fn), (grad, x, mean, rstd), expect_ops=["aten::native_layer_norm_backward"])
+
+
+def test_backward_ops_at_opset_18():
+    x = torch.randn(1, 2, 5, 5)
+    _, indices = F.max_pool2d(x, 2, return_indices=True)
+    op = torch.ops.aten.max_pool2d_with_indices_backward
+
+    def fn(g, x, i, g2):
+        return op(g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, i), torch.ops.aten._adaptive_avg_pool2d_backward(g2, x)
+
+    model = Call(fn)
+    assert_exports_like_eager(model, (torch.randn(1, 2, 2, 2), x, indices, torch.randn(1, 2, 3, 3)), opset=18)

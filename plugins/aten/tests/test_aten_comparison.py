@@ -1,0 +1,125 @@
+"""Comparisons, logical and bitwise ops, isnan/isinf, against eager PyTorch through onnxruntime."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from pt2onnx.testing import (
+    ALL_DTYPES,
+    INT_DTYPES,
+    assert_exports_like_eager,
+    broadcast_shapes,
+    covers,
+    dtypes,
+    tensors,
+)
+
+aten = torch.ops.aten
+COMPARISONS = ["eq", "ne", "lt", "le", "gt", "ge"]
+scalars = st.one_of(st.integers(-3, 3), st.floats(-3, 3, width=16), st.booleans())
+
+
+def _accepted(fn, *args):
+    try:
+        fn(*args)
+    except (RuntimeError, TypeError):
+        return False
+    return True
+
+
+@covers(*[f"aten::{name}.Tensor" for name in COMPARISONS])
+@pytest.mark.parametrize("name", COMPARISONS)
+@given(data=st.data(), shapes_=broadcast_shapes(min_side=0))
+def test_comparison_tensors(name, data, shapes_):
+    # Operands of different dtypes compare in the promoted dtype (int vs float as float).
+    a, b = (data.draw(tensors(s, dtypes(ALL_DTYPES), special=True)) for s in shapes_)
+    fn = getattr(torch, name)
+    assume(_accepted(fn, a, b))
+    assert_exports_like_eager(lambda x, y: fn(x, y), (a, b), expect_ops=[f"aten::{name}.Tensor"])
+
+
+@covers(*[f"aten::{name}.Scalar" for name in COMPARISONS])
+@pytest.mark.parametrize("name", COMPARISONS)
+@given(x=tensors(dtype=dtypes(ALL_DTYPES), special=True), other=scalars)
+def test_comparison_scalar(name, x, other):
+    fn = getattr(aten, name).Scalar
+    assume(_accepted(fn, x, other))
+    assert_exports_like_eager(lambda t: fn(t, other), (x,), expect_ops=[f"aten::{name}.Scalar"])
+
+
+@covers("aten::isnan.default", "aten::isinf.default")
+@pytest.mark.parametrize("fn", [torch.isnan, torch.isinf], ids=["isnan", "isinf"])
+@given(x=tensors(dtype=dtypes(ALL_DTYPES), special=True))
+def test_isnan_isinf(fn, x):
+    assert_exports_like_eager(lambda t: fn(t), (x,), expect_ops=[f"aten::{fn.__name__}"])
+
+
+LOGICAL = ["logical_and", "logical_or", "logical_xor"]
+
+
+@covers(*[f"aten::{name}.default" for name in LOGICAL])
+@pytest.mark.parametrize("name", LOGICAL)
+@given(data=st.data(), shapes_=broadcast_shapes(min_side=0))
+def test_logical(name, data, shapes_):
+    # Any dtype, as truth values (NaN is true).
+    a, b = (data.draw(tensors(s, dtypes(ALL_DTYPES), low=-1, high=1, special=True)) for s in shapes_)
+    fn = getattr(torch, name)
+    assert_exports_like_eager(lambda x, y: fn(x, y), (a, b), expect_ops=[f"aten::{name}"])
+
+
+@covers("aten::logical_not.default")
+@given(x=tensors(dtype=dtypes(ALL_DTYPES), low=-1, high=1, special=True))
+def test_logical_not(x):
+    assert_exports_like_eager(lambda t: torch.logical_not(t), (x,), expect_ops=["aten::logical_not"])
+
+
+BITWISE = ["bitwise_and", "bitwise_or", "bitwise_xor"]
+
+
+@covers(*[f"aten::{name}.Tensor" for name in BITWISE])
+@pytest.mark.parametrize("name", BITWISE)
+@given(data=st.data(), shapes_=broadcast_shapes(min_side=0))
+def test_bitwise(name, data, shapes_):
+    a, b = (data.draw(tensors(s, dtypes((*INT_DTYPES, "bool")), low=-100, high=100)) for s in shapes_)
+    fn = getattr(torch, name)
+    assume(_accepted(fn, a, b))
+    assert_exports_like_eager(lambda x, y: fn(x, y), (a, b), expect_ops=[f"aten::{name}.Tensor"])
+
+
+@covers(*[f"aten::{name}.Scalar" for name in BITWISE])
+@pytest.mark.parametrize("name", BITWISE)
+@given(x=tensors(dtype=dtypes((*INT_DTYPES, "bool")), low=-100, high=100), other=st.integers(0, 100))
+def test_bitwise_scalar(name, x, other):
+    fn = getattr(aten, name).Scalar
+    assume(_accepted(fn, x, other))
+    assert_exports_like_eager(lambda t: fn(t, other), (x,), expect_ops=[f"aten::{name}.Scalar"])
+
+
+@covers("aten::bitwise_not.default")
+@given(x=tensors(dtype=dtypes((*INT_DTYPES, "bool")), low=-100, high=100))
+def test_bitwise_not(x):
+    assert_exports_like_eager(lambda t: torch.bitwise_not(t), (x,), expect_ops=["aten::bitwise_not"])
+
+
+@pytest.mark.parametrize("name", ["lt", "ne", "logical_and", "bitwise_xor", "isnan"])
+def test_comparison_opset18_dynamic(name):
+    fns = {
+        "lt": lambda x, y: x < y,
+        "ne": lambda x, y: x != y,
+        "logical_and": lambda x, y: torch.logical_and(x, y),
+        "bitwise_xor": lambda x, y: (x > 0) ^ (y > 0),
+        "isnan": lambda x, y: torch.isnan(x / y),
+    }
+    batch = torch.export.Dim("batch")
+    x, y = torch.randn(4, 3), torch.randn(1, 3)
+    assert_exports_like_eager(
+        fns[name],
+        (x, y),
+        other_inputs=[((torch.randn(9, 3), torch.zeros(1, 3)), {})],
+        dynamic_shapes=({0: batch}, None),
+        opset=18,
+        expect_ops=[f"aten::{name}"],
+    )

@@ -1,0 +1,105 @@
+"""Convolutions: every stride/padding/dilation/groups combination torch takes, against eager."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pt2onnx.errors import UnsupportedArgumentError
+from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+
+CONV_DTYPES = ("float32", "float16", "bfloat16")  # onnxruntime has no float64 Conv
+
+# sums of products drift further than one rounding of the output
+ATOL = {torch.float16: 2e-2, torch.bfloat16: 1e-1}
+
+
+class Call(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+@st.composite
+def conv_cases(draw, transposed):
+    spatial = draw(st.integers(1, 3))
+    groups = draw(st.sampled_from([1, 2]))
+    cin, cout = groups * draw(st.integers(1, 2)), groups * draw(st.integers(1, 2))
+    kernel = [draw(st.integers(1, 3)) for _ in range(spatial)]
+    stride = [draw(st.integers(1, 2)) for _ in range(spatial)]
+    dilation = [draw(st.integers(1, 2)) for _ in range(spatial)]
+    padding = [draw(st.integers(0, (k - 1) * d // 2)) for k, d in zip(kernel, dilation)]
+    side_min = max((k - 1) * d + 1 for k, d in zip(kernel, dilation))
+    size = [draw(st.integers(side_min, side_min + 3)) for _ in range(spatial)]
+    dtype = draw(dtypes(CONV_DTYPES))
+    x = draw(tensors((2, cin, *size), dtype, low=-1, high=1))
+    wshape = (cin, cout // groups, *kernel) if transposed else (cout, cin // groups, *kernel)
+    w = draw(tensors(wshape, dtype, low=-1, high=1))
+    b = draw(st.none() | tensors((cout,), dtype, low=-1, high=1))
+    output_padding = [draw(st.integers(0, max(s, d) - 1)) for s, d in zip(stride, dilation)]
+    return spatial, x, w, b, stride, padding, dilation, groups, output_padding
+
+
+@covers("aten::convolution.default")
+@given(data=st.data(), transposed=st.booleans())
+def test_convolution(data, transposed):
+    spatial, x, w, b, stride, padding, dilation, groups, output_padding = data.draw(conv_cases(transposed))
+    out_pad = output_padding if transposed else [0] * spatial
+    model = Call(
+        lambda x: torch.ops.aten.convolution.default(x, w, b, stride, padding, dilation, transposed, out_pad, groups)
+    )
+    assert_exports_like_eager(
+        model,
+        (x,),
+        dynamic_shapes=(({0: torch.export.Dim("batch")},),),
+        other_inputs=[((torch.cat([x, x[:1]]),), {})],
+        atol=ATOL.get(x.dtype),
+        expect_ops=["aten::convolution"],
+    )
+
+
+@covers("aten::conv1d.default", "aten::conv2d.default", "aten::conv3d.default")
+@given(case=conv_cases(transposed=False), unbatched=st.booleans())
+def test_conv_nd(case, unbatched):
+    spatial, x, w, b, stride, padding, dilation, groups, _ = case
+    fn = [F.conv1d, F.conv2d, F.conv3d][spatial - 1]
+    x = x[0] if unbatched else x
+    model = Call(lambda x: fn(x, w, b, stride, padding, dilation, groups))
+    assert_exports_like_eager(model, (x,), atol=ATOL.get(x.dtype), expect_ops=[f"aten::conv{spatial}d"])
+
+
+@covers("aten::conv1d.padding", "aten::conv2d.padding", "aten::conv3d.padding")
+@given(case=conv_cases(transposed=False), padding=st.sampled_from(["same", "valid"]))
+def test_conv_string_padding(case, padding):
+    spatial, x, w, b, stride, _, dilation, groups, _ = case
+    stride = 1 if padding == "same" else stride  # torch: padding='same' only with stride 1
+    fn = [F.conv1d, F.conv2d, F.conv3d][spatial - 1]
+    model = Call(lambda x: fn(x, w, b, stride, padding, dilation, groups))
+    assert_exports_like_eager(model, (x,), atol=ATOL.get(x.dtype), expect_ops=[f"aten::conv{spatial}d"])
+
+
+@covers("aten::conv_transpose1d.default", "aten::conv_transpose2d.input", "aten::conv_transpose3d.input")
+@given(case=conv_cases(transposed=True), unbatched=st.booleans())
+def test_conv_transpose_nd(case, unbatched):
+    spatial, x, w, b, stride, padding, dilation, groups, output_padding = case
+    fn = [F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d][spatial - 1]
+    x = x[0] if unbatched else x
+    model = Call(lambda x: fn(x, w, b, stride, padding, output_padding, groups, dilation))
+    assert_exports_like_eager(model, (x,), atol=ATOL.get(x.dtype), expect_ops=[f"aten::conv_transpose{spatial}d"])
+
+
+def test_conv_at_opset_18():
+    conv = torch.nn.Conv2d(2, 4, 3, padding="same", dilation=2, groups=2)
+    up = torch.nn.ConvTranspose2d(4, 2, 3, stride=2, output_padding=1)
+    assert_exports_like_eager(torch.nn.Sequential(conv, up), (torch.randn(2, 2, 6, 5),), opset=18)
+
+
+def test_conv_float64_is_a_clear_error():
+    with pytest.raises(UnsupportedArgumentError, match="no kernel for this dtype"):
+        assert_exports_like_eager(torch.nn.Conv1d(1, 1, 2).double(), (torch.randn(1, 1, 4, dtype=torch.float64),))

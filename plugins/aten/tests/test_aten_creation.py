@@ -1,0 +1,177 @@
+"""Creating tensors: arange, full, zeros/ones, *_like, new_*, empty, fill, copy, masked_fill."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, shapes, tensors
+
+DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
+NUMERIC = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES if n != "bool"])
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+class Fn2(Fn):
+    def forward(self, x, y):
+        return self.fn(x, y)
+
+
+def _fill_value(dtype, draw):
+    if dtype == torch.bool:
+        return draw(st.booleans())
+    if dtype.is_floating_point:
+        return draw(st.sampled_from([0.0, 1.5, -2.25, float("inf")]))
+    return draw(st.integers(0, 100))
+
+
+@covers("aten::full.default", "aten::full_like.default", "aten::new_full.default")
+@given(data=st.data(), x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES), dtype=DTYPES)
+def test_full(data, x, dtype):
+    value, own_value = _fill_value(dtype, data.draw), _fill_value(x.dtype, data.draw)
+    size = data.draw(shapes(max_rank=3, min_side=0, max_side=3))
+    model = Fn(
+        lambda t: (
+            torch.full(size, value, dtype=dtype),
+            torch.full_like(t, value, dtype=dtype),
+            t.new_full(size, own_value),
+        )
+    )
+    assert_exports_like_eager(model, (x,), expect_ops=["aten::full", "aten::full_like", "aten::new_full"])
+
+
+@covers(
+    "aten::zeros.default",
+    "aten::ones.default",
+    "aten::zeros_like.default",
+    "aten::ones_like.default",
+    "aten::new_zeros.default",
+    "aten::new_ones.default",
+)
+@given(data=st.data(), x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES), dtype=DTYPES)
+def test_zeros_and_ones(data, x, dtype):
+    size = data.draw(shapes(max_rank=3, min_side=0, max_side=3))
+    model = Fn(
+        lambda t: (
+            torch.zeros(size, dtype=dtype),
+            torch.ones(size, dtype=dtype),
+            torch.zeros_like(t),
+            torch.ones_like(t, dtype=dtype),
+            t.new_zeros(size),
+            t.new_ones(size, dtype=dtype),
+        )
+    )
+    ops = ["aten::zeros", "aten::ones", "aten::zeros_like", "aten::ones_like", "aten::new_zeros", "aten::new_ones"]
+    assert_exports_like_eager(model, (x,), expect_ops=ops)
+
+
+@covers(
+    "aten::empty.memory_format", "aten::empty_strided.default", "aten::empty_like.default", "aten::new_empty.default"
+)
+@given(x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES))
+def test_empty_is_zeros(x):
+    # torch leaves empty tensors undefined; the exported model fills them with zeros, so
+    # compare after overwriting them with zeros in eager.
+    def fn(t):
+        return (
+            torch.empty(t.shape, dtype=t.dtype).zero_(),
+            torch.empty_strided(t.shape, [1] * t.dim(), dtype=t.dtype).zero_(),
+            torch.empty_like(t).zero_(),
+            t.new_empty(t.shape).zero_(),
+        )
+
+    result = assert_exports_like_eager(
+        Fn(fn), (x,), expect_ops=["aten::empty", "aten::empty_strided", "aten::new_empty", "aten::empty_like"]
+    )
+    for out in result.run(x):
+        assert not out.any()
+
+
+@covers("aten::fill.Scalar", "aten::fill.Tensor", "aten::copy.default")
+@given(data=st.data(), x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES), dtype=DTYPES)
+def test_fill_and_copy(data, x, dtype):
+    value = _fill_value(x.dtype, data.draw)
+    src = data.draw(tensors(tuple(x.shape[1:]), dtype))
+    model = Fn2(
+        lambda t, s: (
+            t.clone().fill_(value),
+            t.clone().fill_(s.flatten()[0] if s.numel() else torch.tensor(value)),
+            t.clone().copy_(s),
+        )
+    )
+    assert_exports_like_eager(model, (x, src), expect_ops=["aten::fill.Scalar", "aten::fill.Tensor", "aten::copy"])
+
+
+@covers("aten::masked_fill.Scalar", "aten::masked_fill.Tensor")
+@given(data=st.data(), x=tensors(shapes(max_rank=4, min_side=0, max_side=3), DTYPES), tensor_value=st.booleans())
+def test_masked_fill(data, x, tensor_value):
+    mask_shape = tuple(data.draw(st.sampled_from([1, n])) for n in x.shape)[data.draw(st.integers(0, x.dim())) :]
+    mask = data.draw(tensors(mask_shape, torch.bool))
+    value = _fill_value(x.dtype, data.draw)
+    if tensor_value:
+        model = Fn2(lambda t, m: t.masked_fill(m, torch.full((), value, dtype=t.dtype)))
+    else:
+        model = Fn2(lambda t, m: t.masked_fill(m, value))
+    op = "aten::masked_fill.Tensor" if tensor_value else "aten::masked_fill.Scalar"
+    assert_exports_like_eager(model, (x, mask), expect_ops=[op])
+
+
+def test_attention_mask_of_dynamic_length():
+    seq = torch.export.Dim("seq")
+    model = Fn(lambda t: t.masked_fill(torch.ones(t.shape[-1], t.shape[-1], dtype=torch.bool).triu(1), float("-inf")))
+    assert_exports_like_eager(
+        model,
+        (torch.randn(2, 4, 4),),
+        dynamic_shapes=({1: seq, 2: seq},),
+        other_inputs=[((torch.randn(2, 7, 7),), {})],
+        expect_ops=["aten::masked_fill", "aten::ones"],
+    )
+
+
+@covers("aten::arange.start_step", "aten::arange.start", "aten::arange.default")
+@given(
+    data=st.data(),
+    start=st.integers(-5, 5),
+    length=st.integers(0, 8),
+    step=st.integers(1, 3),
+    dtype=st.sampled_from([None, torch.int64, torch.int32, torch.float32, torch.float64, torch.float16]),
+    floats=st.booleans(),
+)
+def test_arange(data, start, length, step, dtype, floats):
+    if floats:
+        start, step = start + 0.5, step / 2
+        dtype = dtype if dtype is None or dtype.is_floating_point else torch.float32
+    end = start + length * step
+    model = Fn(
+        lambda t: (
+            torch.arange(start, end, step, dtype=dtype),
+            torch.arange(end, start, -step, dtype=dtype),
+            torch.arange(start, end, dtype=dtype),
+            torch.arange(abs(end), dtype=dtype),
+        )
+    )
+    assert_exports_like_eager(
+        model, (torch.zeros(1),), expect_ops=["aten::arange.start_step", "aten::arange.start", "aten::arange.default"]
+    )
+
+
+def test_arange_to_a_dynamic_length_at_opset_18():
+    seq = torch.export.Dim("seq", min=3)
+    model = Fn(lambda t: (torch.arange(t.shape[0]), torch.arange(1, t.shape[0] + 1, 2, dtype=torch.float32)))
+    assert_exports_like_eager(
+        model,
+        (torch.randn(5),),
+        dynamic_shapes=({0: seq},),
+        other_inputs=[((torch.randn(12),), {})],
+        opset=18,
+        expect_ops=["aten::arange"],
+    )

@@ -1,0 +1,211 @@
+"""Element-wise arithmetic with torch's type promotion, against eager PyTorch through onnxruntime."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from pt2onnx.testing import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    assert_exports_like_eager,
+    broadcast_shapes,
+    covers,
+    dtypes,
+    tensors,
+)
+
+aten = torch.ops.aten
+NUMBER_DTYPES = (*FLOAT_DTYPES, *INT_DTYPES)
+scalars = st.one_of(st.integers(-3, 3), st.floats(-3, 3, width=16), st.booleans())
+
+
+def _accepted(fn, *args):
+    """Whether eager torch runs ``fn`` on these arguments (e.g. it refuses bool - bool)."""
+    try:
+        fn(*args)
+    except (RuntimeError, TypeError, ZeroDivisionError):
+        return False
+    return True
+
+
+def _operands(data, shapes_, names, *, special=False, nonzero_ints=False):
+    a_shape, b_shape = shapes_
+    a = data.draw(tensors(a_shape, dtypes(names), special=special))
+    b = data.draw(tensors(b_shape, dtypes(names), special=special))
+    if nonzero_ints and not b.is_floating_point():
+        b = b.masked_fill(b == 0, 1)
+    return a, b
+
+
+ARITHMETIC = {"add": torch.add, "sub": torch.sub, "mul": torch.mul}
+
+
+@covers("aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor")
+@pytest.mark.parametrize("name", sorted(ARITHMETIC))
+@given(data=st.data(), shapes_=broadcast_shapes(min_side=0))
+def test_arithmetic_tensors(name, data, shapes_):
+    a, b = _operands(data, shapes_, ALL_DTYPES, special=True)
+    fn = ARITHMETIC[name]
+    assume(_accepted(fn, a, b))
+    assert_exports_like_eager(lambda x, y: fn(x, y), (a, b), expect_ops=[f"aten::{name}.Tensor"])
+
+
+@covers("aten::add.Scalar", "aten::sub.Scalar", "aten::mul.Scalar")
+@pytest.mark.parametrize("name", sorted(ARITHMETIC))
+@given(x=tensors(dtype=dtypes(ALL_DTYPES)), other=scalars)
+def test_arithmetic_scalar(name, x, other):
+    fn = getattr(aten, name).Scalar
+    assume(_accepted(fn, x, other))
+    assert_exports_like_eager(lambda t: fn(t, other), (x,), expect_ops=[f"aten::{name}.Scalar"])
+
+
+@covers("aten::add.Tensor", "aten::sub.Tensor")
+@pytest.mark.parametrize("name", ["add", "sub"])
+@given(data=st.data(), shapes_=broadcast_shapes(), alpha=st.sampled_from([2, -1, 0.5]))
+def test_arithmetic_alpha(name, data, shapes_, alpha):
+    a, b = _operands(data, shapes_, NUMBER_DTYPES)
+    fn = ARITHMETIC[name]
+    assume(_accepted(lambda x, y: fn(x, y, alpha=alpha), a, b))
+    assert_exports_like_eager(lambda x, y: fn(x, y, alpha=alpha), (a, b), expect_ops=[f"aten::{name}"])
+
+
+@covers("aten::div.Tensor", "aten::div.Tensor_mode")
+@given(data=st.data(), shapes_=broadcast_shapes(min_side=0), mode=st.sampled_from([None, "trunc", "floor"]))
+def test_div(data, shapes_, mode):
+    a, b = _operands(data, shapes_, (*NUMBER_DTYPES, "bool"), nonzero_ints=True)
+    fn = lambda x, y: torch.div(x, y, rounding_mode=mode)  # noqa: E731
+    assume(_accepted(fn, a, b))
+    assert_exports_like_eager(fn, (a, b), expect_ops=["aten::div"])
+
+
+@covers("aten::div.Scalar", "aten::div.Scalar_mode")
+@given(
+    x=tensors(dtype=dtypes(NUMBER_DTYPES)),
+    other=st.sampled_from([2, -3, 0.5, -1.5, 0.1]),
+    mode=st.sampled_from([None, "trunc", "floor"]),
+)
+def test_div_scalar(x, other, mode):
+    if mode is None:
+        fn = lambda t: aten.div.Scalar(t, other)  # noqa: E731
+    else:
+        fn = lambda t: aten.div.Scalar_mode(t, other, rounding_mode=mode)  # noqa: E731
+    assume(_accepted(fn, x))
+    assert_exports_like_eager(fn, (x,), expect_ops=["aten::div"])
+
+
+def test_floor_division_of_floats_rounds_like_torch():
+    # floor(1 / 0.1) is 10, but torch (like Python) says 1 // 0.1 == 9.
+    x = torch.tensor([1.0, -1.0, 7.5, 0.3], dtype=torch.float64)
+    y = torch.tensor([0.1, 0.1, -2.5, 0.1], dtype=torch.float64)
+    assert_exports_like_eager(lambda a, b: torch.div(a, b, rounding_mode="floor"), (x, y))
+
+
+@covers("aten::pow.Tensor_Tensor")
+@given(data=st.data(), shapes_=broadcast_shapes(min_side=0))
+def test_pow_tensors(data, shapes_):
+    a_shape, b_shape = shapes_
+    a = data.draw(tensors(a_shape, dtypes(NUMBER_DTYPES), low=-3, high=3))
+    b = data.draw(tensors(b_shape, dtypes(NUMBER_DTYPES), low=0, high=3))
+    assume(_accepted(torch.pow, a, b))
+    assert_exports_like_eager(lambda x, y: torch.pow(x, y), (a, b), expect_ops=["aten::pow.Tensor_Tensor"])
+
+
+@covers("aten::pow.Tensor_Scalar", "aten::pow.Scalar")
+@given(
+    x=tensors(dtype=dtypes(NUMBER_DTYPES), low=0, high=3),
+    exponent=st.sampled_from([2, 3, 0, 0.5, -1, 1.5]),
+    scalar_base=st.booleans(),
+)
+def test_pow_scalar(x, exponent, scalar_base):
+    def fn(t):
+        return torch.pow(abs(exponent) + 1, t) if scalar_base else torch.pow(t, exponent)
+
+    assume(_accepted(fn, x))
+    assert_exports_like_eager(fn, (x,), expect_ops=["aten::pow"])
+
+
+@covers("aten::remainder.Tensor", "aten::fmod.Tensor")
+@pytest.mark.parametrize("fn", [torch.remainder, torch.fmod], ids=["remainder", "fmod"])
+@given(data=st.data(), shapes_=broadcast_shapes(min_side=0))
+def test_remainder_fmod(fn, data, shapes_):
+    # Python's sign (remainder: the divisor's) and C's (fmod: the dividend's).
+    a, b = _operands(data, shapes_, NUMBER_DTYPES, nonzero_ints=True)
+    assume(_accepted(fn, a, b))
+    assert_exports_like_eager(lambda x, y: fn(x, y), (a, b), expect_ops=[f"aten::{fn.__name__}"])
+
+
+@covers("aten::remainder.Scalar", "aten::fmod.Scalar")
+@pytest.mark.parametrize("fn", [aten.remainder.Scalar, aten.fmod.Scalar], ids=["remainder", "fmod"])
+@given(x=tensors(dtype=dtypes(NUMBER_DTYPES)), other=st.sampled_from([2, -3, 1.5, -0.7]))
+def test_remainder_fmod_scalar(fn, x, other):
+    assume(_accepted(fn, x, other))
+    assert_exports_like_eager(lambda t: fn(t, other), (x,), expect_ops=[fn.name()])
+
+
+@covers("aten::maximum.default", "aten::minimum.default")
+@pytest.mark.parametrize("fn", [torch.maximum, torch.minimum], ids=["maximum", "minimum"])
+@given(data=st.data(), shapes_=broadcast_shapes(min_side=0))
+def test_maximum_minimum(fn, data, shapes_):
+    # NaN on either side gives NaN, as in torch.
+    a, b = _operands(data, shapes_, ALL_DTYPES, special=True)
+    assume(_accepted(fn, a, b))
+    assert_exports_like_eager(lambda x, y: fn(x, y), (a, b), expect_ops=[f"aten::{fn.__name__}"])
+
+
+@covers("aten::clamp.default")
+@given(
+    x=tensors(dtype=dtypes(NUMBER_DTYPES), special=True),
+    low=st.one_of(st.none(), st.integers(-2, 1), st.floats(-2, 1, width=16)),
+    high=st.one_of(st.none(), st.integers(-1, 2), st.floats(-1, 2, width=16)),
+)
+def test_clamp(x, low, high):
+    assume(low is not None or high is not None)
+    fn = lambda t: torch.clamp(t, low, high)  # noqa: E731
+    assume(_accepted(fn, x))
+    assert_exports_like_eager(fn, (x,), expect_ops=["aten::clamp.default"])
+
+
+@covers("aten::clamp.Tensor")
+@given(data=st.data(), shapes_=broadcast_shapes(3), which=st.sampled_from(["both", "min", "max"]))
+def test_clamp_tensor(data, shapes_, which):
+    x, low, high = (data.draw(tensors(s, dtypes(NUMBER_DTYPES), special=True)) for s in shapes_)
+    low, high = (low if which != "max" else None), (high if which != "min" else None)
+    fn = lambda t, lo, hi: torch.clamp(t, lo, hi)  # noqa: E731
+    assume(_accepted(fn, x, low, high))
+    assert_exports_like_eager(fn, (x, low, high), expect_ops=["aten::clamp.Tensor"])
+
+
+@covers("aten::where.self")
+@given(data=st.data(), shapes_=broadcast_shapes(3, min_side=0))
+def test_where(data, shapes_):
+    condition = data.draw(tensors(shapes_[0], torch.bool))
+    a = data.draw(tensors(shapes_[1], dtypes(ALL_DTYPES), special=True))
+    b = data.draw(tensors(shapes_[2], dtypes(ALL_DTYPES), special=True))
+    assert_exports_like_eager(lambda c, x, y: torch.where(c, x, y), (condition, a, b), expect_ops=["aten::where.self"])
+
+
+@pytest.mark.parametrize("name", ["add", "mul", "div", "pow", "remainder", "maximum", "where"])
+def test_binary_opset18_dynamic(name):
+    fns = {
+        "add": lambda x, y: x + y * 2,
+        "mul": lambda x, y: x * y,
+        "div": lambda x, y: torch.div(x, y, rounding_mode="floor"),
+        "pow": lambda x, y: x.abs() ** y,
+        "remainder": lambda x, y: torch.remainder(x, y),
+        "maximum": lambda x, y: torch.maximum(x, y),
+        "where": lambda x, y: torch.where(x > 0, x, y),
+    }
+    batch = torch.export.Dim("batch")
+    x, y = torch.randn(4, 3), torch.rand(1, 3) + 0.5
+    assert_exports_like_eager(
+        fns[name],
+        (x, y),
+        other_inputs=[((torch.randn(9, 3), y), {})],
+        dynamic_shapes=({0: batch}, None),
+        opset=18,
+        expect_ops=[f"aten::{name}"],
+    )

@@ -1,0 +1,182 @@
+"""Reading and writing by index: index, index_put, index_select, gather, embedding, nonzero."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, dims, shapes, tensors
+
+DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+class Fn2(Fn):
+    def forward(self, x, y):
+        return self.fn(x, y)
+
+
+class Fn3(Fn):
+    def forward(self, x, y, z):
+        return self.fn(x, y, z)
+
+
+@st.composite
+def advanced_indices(draw, shape, allow_bool=True):
+    """A tuple of index entries for ``shape``: slices (``None`` in aten) and index tensors."""
+    rank = len(shape)
+    count = draw(st.integers(1, rank))
+    chosen = sorted(draw(st.lists(st.integers(0, rank - 1), min_size=count, max_size=count, unique=True)))
+    broadcast = draw(shapes(min_rank=1, max_rank=2, max_side=3))
+    if allow_bool and count == 1 and draw(st.booleans()):
+        d = chosen[0]
+        span = draw(st.integers(1, rank - d))
+        mask = draw(tensors(tuple(shape[d : d + span]), torch.bool))
+        return (slice(None),) * d + (mask,)
+    entries = []
+    for d in range(rank):
+        if d in chosen:
+            n = shape[d]
+            sub = broadcast[draw(st.integers(0, len(broadcast) - 1)) :]
+            entries.append(draw(tensors(tuple(sub), torch.int64, low=-n, high=n - 1)))
+        else:
+            entries.append(slice(None))
+    while entries and isinstance(entries[-1], slice):
+        entries.pop()
+    return tuple(entries)
+
+
+@covers("aten::index.Tensor")
+@given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=4, max_side=4), DTYPES))
+def test_index(data, x):
+    index = data.draw(advanced_indices(tuple(x.shape)))
+    tensors_ = [i for i in index if isinstance(i, torch.Tensor)]
+    positions = [k for k, i in enumerate(index) if isinstance(i, torch.Tensor)]
+
+    def fn(t, *idx):
+        full = list(index)
+        for k, i in zip(positions, idx):
+            full[k] = i
+        return t[tuple(full)]
+
+    model = Fn2(lambda t, idx: fn(t, *idx))
+    assert_exports_like_eager(model, (x, tensors_), expect_ops=["aten::index.Tensor"])
+
+
+@covers("aten::_unsafe_index.Tensor")
+@given(x=tensors(shapes(min_rank=2, max_rank=3, max_side=4), DTYPES), data=st.data())
+def test_unsafe_index(x, data):
+    i = data.draw(tensors((3,), torch.int64, low=0, high=x.shape[1] - 1))
+    model = Fn2(lambda t, idx: torch.ops.aten._unsafe_index(t, [None, idx]))
+    assert_exports_like_eager(model, (x, i), expect_ops=["aten::_unsafe_index"])
+
+
+def test_index_with_a_dynamic_number_of_indices():
+    n = torch.export.Dim("n")
+    model = Fn2(lambda t, i: t[:, i])
+    x = torch.randn(3, 5)
+    assert_exports_like_eager(
+        model,
+        (x, torch.tensor([0, 4, 2])),
+        dynamic_shapes=({}, {0: n}),
+        other_inputs=[((x, torch.tensor([1, -1, 1, 0, 3, 2])), {})],
+        expect_ops=["aten::index.Tensor"],
+    )
+
+
+@covers("aten::index_put.default")
+@given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=3, max_side=4), DTYPES), accumulate=st.booleans())
+def test_index_put(data, x, accumulate):
+    index = data.draw(advanced_indices(tuple(x.shape), allow_bool=True))
+    idx = [i for i in index if isinstance(i, torch.Tensor)]
+    positions = [k for k, i in enumerate(index) if isinstance(i, torch.Tensor)]
+    if not accumulate and idx[0].dtype != torch.bool:
+        # Without accumulate, torch leaves the result of duplicate indices undefined: make them unique.
+        sizes = [x.shape[k] for k in positions]
+        flat = data.draw(st.permutations(range(int(torch.tensor(sizes).prod()))))
+        count = data.draw(st.integers(1, len(flat)))
+        coords = torch.tensor(flat[:count])
+        idx, rest = [], coords
+        for s in reversed(sizes):
+            idx.insert(0, rest % s)
+            rest = rest // s
+    full = list(index)
+    for k, i in zip(positions, idx):
+        full[k] = i
+    target = x[tuple(full)].shape
+    values = data.draw(tensors(target[data.draw(st.integers(0, len(target))) :], x.dtype))
+
+    aten_indices = [None] * (max(positions) + 1)
+    for k, i in zip(positions, idx):
+        aten_indices[k] = i
+    model = Fn3(lambda t, v, i: torch.ops.aten.index_put(t, [*i], v, accumulate))
+    assert_exports_like_eager(model, (x, values, aten_indices), expect_ops=["aten::index_put"])
+
+
+@covers("aten::_unsafe_index_put.default")
+@given(dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.int64]))
+def test_index_put_accumulates_duplicates(dtype):
+    model = Fn3(
+        lambda t, v, i: (
+            torch.ops.aten.index_put(t, [None, i], v, True),
+            torch.ops.aten._unsafe_index_put(t, [i], v[:1], True),
+        )
+    )
+    x, v, i = torch.zeros(4, 4, dtype=dtype), torch.ones(4, 4, dtype=dtype), torch.tensor([1, 1, 3, 1])
+    assert_exports_like_eager(model, (x, v, i), expect_ops=["aten::index_put", "aten::_unsafe_index_put"])
+
+
+def test_setitem_with_a_mask_at_opset_18():
+    def fn(t):
+        t = t.clone()
+        t[t > 0] = 0.5
+        return t
+
+    assert_exports_like_eager(Fn(fn), (torch.randn(3, 4),), opset=18, expect_ops=["aten::index_put"])
+
+
+@covers("aten::index_select.default")
+@given(data=st.data(), x=tensors(shapes(max_rank=3, max_side=4), DTYPES))
+def test_index_select(data, x):
+    d = data.draw(dims(x.dim()))
+    n = x.shape[d] if x.dim() else 1
+    index_shapes = [(), (0,), (1,), (5,)] if x.dim() else [(), (1,)]
+    i = data.draw(tensors(data.draw(st.sampled_from(index_shapes)), torch.int64, low=0, high=n - 1))
+    assert_exports_like_eager(Fn2(lambda t, i: t.index_select(d, i)), (x, i), expect_ops=["aten::index_select"])
+
+
+@covers("aten::gather.default")
+@given(data=st.data(), x=tensors(shapes(max_rank=4, max_side=4), DTYPES))
+def test_gather(data, x):
+    d = data.draw(dims(x.dim()))
+    # torch lets the index be smaller than self on every dim.
+    shape = tuple(data.draw(st.integers(0, n)) for n in x.shape)
+    n = x.shape[d] if x.dim() else 1
+    i = data.draw(tensors(shape, torch.int64, low=0, high=n - 1))
+    assert_exports_like_eager(Fn2(lambda t, i: t.gather(d, i)), (x, i), expect_ops=["aten::gather"])
+
+
+@covers("aten::embedding.default")
+@given(
+    data=st.data(),
+    w=tensors(shapes(min_rank=2, max_rank=2, max_side=5), st.sampled_from([torch.float32, torch.float16])),
+)
+def test_embedding(data, w):
+    ids = data.draw(tensors(shapes(max_rank=3, max_side=3), torch.int64, low=0, high=w.shape[0] - 1))
+    model = Fn2(lambda i, weight: torch.nn.functional.embedding(i, weight, padding_idx=0))
+    assert_exports_like_eager(model, (ids, w), expect_ops=["aten::embedding"])
+
+
+@covers("aten::nonzero.default")
+@given(x=tensors(shapes(max_rank=4, min_side=0, max_side=3), DTYPES, special=True, low=-1, high=1))
+def test_nonzero(x):
+    assert_exports_like_eager(Fn(torch.nonzero), (x,), expect_ops=["aten::nonzero"])

@@ -1,0 +1,111 @@
+"""Matrix products against eager: every rank combination torch.matmul allows, alpha/beta scaling."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+
+MATMUL_DTYPES = ("float32", "float16", "float64", "bfloat16", "int64", "int32", "int8")
+# float16/bfloat16 products round differently in each library
+ATOL = {torch.float16: 3e-2, torch.bfloat16: 2e-1}
+
+
+class Call(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _check(model, args, expect, **options):
+    dtype = args[0].dtype
+    return assert_exports_like_eager(
+        model, args, atol=ATOL.get(dtype), rtol=ATOL.get(dtype), expect_ops=[expect], **options
+    )
+
+
+@st.composite
+def matmul_shapes(draw):
+    n, k, m = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    a_rank, b_rank = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    batch = [draw(st.integers(1, 3)) for _ in range(2)]
+    a = (k,) if a_rank == 1 else (*batch[: a_rank - 2], n, k)
+    b_batch = [draw(st.sampled_from([1, s])) for s in batch[: b_rank - 2]]
+    b = (k,) if b_rank == 1 else (*b_batch, k, m)
+    return a, b
+
+
+@covers("aten::matmul.default")
+@given(data=st.data(), shapes=matmul_shapes(), dtype=dtypes(MATMUL_DTYPES))
+def test_matmul_every_rank(data, shapes, dtype):
+    a, b = (data.draw(tensors(s, dtype)) for s in shapes)
+    # torch.matmul decomposes while capturing; calling the op keeps it whole
+    _check(Call(torch.ops.aten.matmul.default), (a, b), "aten::matmul")
+
+
+@covers("aten::mm.default", "aten::bmm.default")
+@given(data=st.data(), dtype=dtypes(MATMUL_DTYPES), batched=st.booleans())
+def test_mm_bmm(data, dtype, batched):
+    n, k, m = data.draw(st.integers(2, 5)), data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5))
+    batch = (data.draw(st.integers(2, 3)),) if batched else ()
+    a, b = data.draw(tensors((*batch, n, k), dtype)), data.draw(tensors((*batch, k, m), dtype))
+    fn = torch.bmm if batched else torch.mm
+    dynamic = (
+        ({0: torch.export.Dim("n")}, None) if not batched else ({0: torch.export.Dim("b")}, {0: torch.export.Dim("b")})
+    )
+    other = [((torch.cat([a, a]), torch.cat([b, b]) if batched else b), {})]
+    _check(Call(fn), (a, b), "aten::bmm" if batched else "aten::mm", dynamic_shapes=(dynamic,), other_inputs=other)
+
+
+@covers("aten::linear.default", "aten::t.default")
+@given(data=st.data(), dtype=dtypes(MATMUL_DTYPES[:4]), rank=st.integers(1, 4), bias=st.booleans())
+def test_linear(data, dtype, rank, bias):
+    fin, fout = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5))
+    x = data.draw(tensors((*[data.draw(st.integers(1, 3)) for _ in range(rank - 1)], fin), dtype))
+    w = data.draw(tensors((fout, fin), dtype))
+    b = data.draw(tensors((fout,), dtype)) if bias else None
+    _check(Call(lambda x: F.linear(x, w, b)), (x,), "aten::linear")
+    _check(Call(lambda x, w: torch.ops.aten.t(w)), (x, w), "aten::t")
+
+
+@covers("aten::addmm.default", "aten::baddbmm.default", "aten::addmv.default")
+@given(
+    data=st.data(),
+    dtype=dtypes(MATMUL_DTYPES),
+    kind=st.sampled_from(["addmm", "baddbmm", "addmv"]),
+    beta=st.sampled_from([1, 0, 2]),
+    alpha=st.sampled_from([1, 0, -3]),
+    broadcast=st.booleans(),
+)
+def test_add_product(data, dtype, kind, beta, alpha, broadcast):
+    n, k, m = (data.draw(st.integers(1, 4)) for _ in range(3))
+    batch = data.draw(st.integers(1, 3))
+    a_shape, b_shape, out = {
+        "addmm": ((n, k), (k, m), (n, m)),
+        "baddbmm": ((batch, n, k), (batch, k, m), (batch, n, m)),
+        "addmv": ((n, k), (k,), (n,)),
+    }[kind]
+    self = data.draw(tensors(out[-1:] if broadcast else out, dtype, special=dtype.is_floating_point and beta == 0))
+    a, b = data.draw(tensors(a_shape, dtype)), data.draw(tensors(b_shape, dtype))
+    if not dtype.is_floating_point:
+        beta, alpha = int(beta), int(alpha)
+    fn = getattr(torch.ops.aten, kind).default
+    _check(Call(lambda s, a, b: fn(s, a, b, beta=beta, alpha=alpha)), (self, a, b), f"aten::{kind}")
+
+
+def test_linear_at_opset_18():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    x = torch.randn(2, 5, 4)
+    assert_exports_like_eager(
+        model,
+        (x,),
+        opset=18,
+        dynamic_shapes=({0: torch.export.Dim("b")},),
+        other_inputs=[((torch.randn(3, 5, 4),), {})],
+    )

@@ -1,0 +1,177 @@
+"""Normalizations against eager: layer/group/instance/RMS/batch norm, every output of the native ops."""
+
+from __future__ import annotations
+
+import onnxruntime
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pt2onnx
+from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, shapes, tensors
+
+NORM_DTYPES = ("float32", "float16", "bfloat16", "float64")
+BATCH = ({0: torch.export.Dim("batch")},)
+
+
+class Call(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def _other_batch(x):
+    return [((torch.cat([x, x[:1] * 2]),), {})]
+
+
+def _maybe(data, shape, dtype):
+    return data.draw(st.none() | tensors(shape, dtype))
+
+
+@covers("aten::layer_norm.default", "aten::native_layer_norm.default")
+@given(data=st.data(), dtype=dtypes(NORM_DTYPES), native=st.booleans(), opset=st.sampled_from([18, 26]))
+def test_layer_norm(data, dtype, native, opset):
+    shape = (2, *data.draw(shapes(min_rank=1, max_rank=3, min_side=2)))
+    k = data.draw(st.integers(1, len(shape) - 1))
+    x = data.draw(tensors(shape, dtype))
+    w, b = _maybe(data, shape[-k:], dtype), _maybe(data, shape[-k:], dtype)
+    eps = data.draw(st.sampled_from([1e-5, 1e-3]))
+    if native:
+        model = Call(lambda x: torch.ops.aten.native_layer_norm(x, shape[-k:], w, b, eps))
+    else:
+        model = Call(lambda x: F.layer_norm(x, shape[-k:], w, b, eps))
+    assert_exports_like_eager(
+        model,
+        (x,),
+        dynamic_shapes=BATCH,
+        other_inputs=_other_batch(x),
+        opset=opset,
+        expect_ops=["aten::native_layer_norm" if native else "aten::layer_norm"],
+    )
+
+
+@covers("aten::group_norm.default", "aten::native_group_norm.default")
+@given(data=st.data(), dtype=dtypes(NORM_DTYPES), native=st.booleans())
+def test_group_norm(data, dtype, native):
+    groups = data.draw(st.integers(1, 3))
+    channels = groups * data.draw(st.integers(1, 2))
+    # Groups of one element have variance 0: the result is torch's rounding of x - mean times 1/sqrt(eps).
+    spatial = data.draw(shapes(min_rank=1, max_rank=2, min_side=2, max_side=4))
+    x = data.draw(tensors((2, channels, *spatial), dtype))
+    w, b = _maybe(data, (channels,), dtype), _maybe(data, (channels,), dtype)
+    if native:
+        hw = 1
+        for s in spatial:
+            hw *= s
+        model = Call(lambda x: torch.ops.aten.native_group_norm(x, w, b, x.shape[0], channels, hw, groups, 1e-5))
+        assert_exports_like_eager(model, (x,), expect_ops=["aten::native_group_norm"])
+    else:
+        model = Call(lambda x: F.group_norm(x, groups, w, b))
+        assert_exports_like_eager(
+            model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), expect_ops=["aten::group_norm"]
+        )
+
+
+@covers("aten::instance_norm.default")
+@given(data=st.data(), dtype=dtypes(NORM_DTYPES), use_input_stats=st.booleans())
+def test_instance_norm(data, dtype, use_input_stats):
+    channels = data.draw(st.integers(1, 3))
+    spatial = data.draw(shapes(min_rank=1, max_rank=3, min_side=2, max_side=4))
+    x = data.draw(tensors((2, channels, *spatial), dtype))
+    w, b = _maybe(data, (channels,), dtype), _maybe(data, (channels,), dtype)
+    mean = data.draw(tensors((channels,), dtype))
+    var = data.draw(tensors((channels,), dtype, low=0.5, high=2))
+    if not use_input_stats and dtype == torch.bfloat16:
+        dtype = x = None  # onnxruntime has no bfloat16 BatchNormalization
+        return
+    model = Call(lambda x: F.instance_norm(x, mean, var, w, b, use_input_stats))
+    assert_exports_like_eager(
+        model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), expect_ops=["aten::instance_norm"]
+    )
+
+
+@covers("aten::rms_norm.default")
+@given(data=st.data(), dtype=dtypes(NORM_DTYPES), opset=st.sampled_from([18, 26]))
+def test_rms_norm(data, dtype, opset):
+    shape = (2, *data.draw(shapes(min_rank=1, max_rank=3, min_side=2)))
+    k = data.draw(st.integers(1, len(shape) - 1))
+    x = data.draw(tensors(shape, dtype))
+    w = _maybe(data, shape[-k:], dtype)
+    eps = data.draw(st.sampled_from([None, 1e-5]))
+    if opset >= 23 and w is not None and dtype == torch.bfloat16:
+        opset = 18  # onnxruntime's RMSNormalization has no bfloat16 kernel; the explicit form runs
+    model = Call(lambda x: F.rms_norm(x, shape[-k:], w, eps))
+    assert_exports_like_eager(
+        model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), opset=opset, expect_ops=["aten::rms_norm"]
+    )
+
+
+@covers("aten::_native_batch_norm_legit.no_stats", "aten::batch_norm.default")
+@given(data=st.data(), dtype=dtypes(("float32", "float16", "float64")))
+def test_batch_norm_batch_statistics(data, dtype):
+    channels = data.draw(st.integers(1, 3))
+    spatial = data.draw(shapes(min_rank=0, max_rank=2, min_side=2, max_side=4))
+    x = data.draw(tensors((2, channels, *spatial), dtype))
+    w, b = _maybe(data, (channels,), dtype), _maybe(data, (channels,), dtype)
+    model = Call(lambda x: torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5))
+    assert_exports_like_eager(model, (x,), expect_ops=["aten::_native_batch_norm_legit"])
+    # batch_norm with running statistics (inference form) on the same data
+    mean, var = data.draw(tensors((channels,), dtype)), data.draw(tensors((channels,), dtype, low=0.5, high=2))
+    model = Call(lambda x: F.batch_norm(x, mean, var, w, b, False))
+    assert_exports_like_eager(model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), decompose_all=False)
+
+
+@covers("aten::_native_batch_norm_legit_functional.default")
+@given(data=st.data(), dtype=dtypes(("float32", "float64")), training=st.booleans())
+def test_batch_norm_training_updates_running_statistics(data, dtype, training):
+    channels = data.draw(st.integers(1, 3))
+    x = data.draw(tensors((3, channels, 2), dtype))
+    w, b = _maybe(data, (channels,), dtype), _maybe(data, (channels,), dtype)
+    mean, var = data.draw(tensors((channels,), dtype)), data.draw(tensors((channels,), dtype, low=0.5, high=2))
+    op = torch.ops.aten._native_batch_norm_legit_functional
+    outputs = (0, 3, 4) if not training else (0, 1, 2, 3, 4)  # saved stats are empty in inference
+    model = Call(lambda x: [op(x, w, b, mean, var, training, 0.1, 1e-5)[i] for i in outputs])
+    assert_exports_like_eager(model, (x,), expect_ops=["aten::_native_batch_norm_legit_functional"])
+
+
+class LegitBatchNorm(torch.nn.Module):
+    def __init__(self, mean, var, no_training):
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("var", var)
+        self.no_training = no_training
+
+    def forward(self, x):
+        if self.no_training:
+            return torch.ops.aten._native_batch_norm_legit_no_training(x, None, None, self.mean, self.var, 0.1, 1e-5)[0]
+        return torch.ops.aten._native_batch_norm_legit.default(x, None, None, self.mean, self.var, False, 0.1, 1e-5)[0]
+
+
+@covers("aten::_native_batch_norm_legit_no_training.default")
+@given(data=st.data(), no_training=st.booleans())
+def test_batch_norm_legit_inference(data, no_training):
+    # _native_batch_norm_legit.default mutates its running statistics, so export functionalizes it.
+    x = data.draw(tensors((2, 3, 4), torch.float32))
+    mean, var = data.draw(tensors((3,), torch.float32)), data.draw(tensors((3,), torch.float32, low=0.5, high=2))
+    expected = (
+        "aten::_native_batch_norm_legit_no_training" if no_training else "aten::_native_batch_norm_legit_functional"
+    )
+    assert_exports_like_eager(LegitBatchNorm(mean, var, no_training), (x,), expect_ops=[expected])
+
+
+def test_training_batch_norm_model_updates_its_running_statistics():
+    model = torch.nn.Sequential(torch.nn.BatchNorm1d(3), torch.nn.InstanceNorm1d(3, affine=True))
+    model.train()
+    x = torch.randn(4, 3, 5)
+    result = pt2onnx.export(model, (x,))
+    session = onnxruntime.InferenceSession(result.model_proto.SerializeToString())
+    names = [o.name for o in session.get_outputs()]
+    got = dict(zip(names, session.run(None, {session.get_inputs()[0].name: x.numpy()})))
+    expected = model(x)  # updates the running statistics, as the ONNX model's extra outputs do
+    torch.testing.assert_close(torch.from_numpy(got["output"]), expected, atol=1e-5, rtol=1e-4)
+    for name in ("running_mean", "running_var"):
+        torch.testing.assert_close(torch.from_numpy(got[f"0.{name}.updated"]), getattr(model[0], name))

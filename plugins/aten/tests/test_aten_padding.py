@@ -1,0 +1,87 @@
+"""Padding: constant_pad_nd, reflection_pad*, replication_pad*, pad."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pt2onnx.testing import ALL_DTYPES, FLOAT_DTYPES, assert_exports_like_eager, covers, shapes, tensors
+
+DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+@covers("aten::constant_pad_nd.default")
+@given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=4, max_side=3), DTYPES))
+def test_constant_pad_nd(data, x):
+    pairs = data.draw(st.integers(1, x.dim()))
+    pad = []
+    for d in range(pairs):
+        n = x.shape[x.dim() - 1 - d]
+        # Negative pads crop, but never more than the dim has.
+        begin = data.draw(st.integers(-n // 2, 2))
+        pad += [begin, data.draw(st.integers(-(n + min(begin, 0)) // 2, 2))]
+    value = data.draw(st.sampled_from([0, 1, -2.5]))
+    value = value if x.dtype.is_floating_point else abs(int(value)) if x.dtype != torch.bool else bool(value)
+    model = Fn(lambda t: torch.constant_pad_nd(t, pad, value))
+    assert_exports_like_eager(model, (x,), expect_ops=["aten::constant_pad_nd"])
+
+
+@covers(
+    "aten::reflection_pad1d.default",
+    "aten::reflection_pad2d.default",
+    "aten::reflection_pad3d.default",
+    "aten::replication_pad1d.default",
+    "aten::replication_pad2d.default",
+    "aten::replication_pad3d.default",
+)
+@given(data=st.data(), k=st.integers(1, 3), mode=st.sampled_from(["reflection", "replication"]))
+def test_reflection_and_replication_pads(data, k, mode):
+    batch = data.draw(st.sampled_from([(2,), (1, 2)]))
+    shape = batch + tuple(data.draw(st.lists(st.integers(2, 4), min_size=k, max_size=k)))
+    x = data.draw(tensors(shape, st.sampled_from([getattr(torch, n) for n in FLOAT_DTYPES])))
+    pad = [data.draw(st.integers(0, shape[len(shape) - 1 - i // 2] - 1)) for i in range(2 * k)]
+    fn = getattr(torch.ops.aten, f"{mode}_pad{k}d")
+    assert_exports_like_eager(Fn(lambda t: fn(t, pad)), (x,), expect_ops=[f"aten::{mode}_pad{k}d"])
+
+
+@covers("aten::pad.default")
+@given(data=st.data(), mode=st.sampled_from(["constant", "reflect", "replicate", "circular"]))
+def test_pad(data, mode):
+    x = data.draw(tensors(shapes(min_rank=3, max_rank=3, min_side=2, max_side=4), st.sampled_from([torch.float32])))
+    pad = [data.draw(st.integers(0, 1)) for _ in range(2)]
+    kwargs = {"value": 1.5} if mode == "constant" else {}
+    model = Fn(lambda t: F.pad(t, pad, mode=mode, **kwargs))
+    assert_exports_like_eager(model, (x,), expect_ops=["aten::pad"])
+
+
+def test_circular_pad_needs_opset_19():
+    from pt2onnx.errors import UnsupportedArgumentError
+
+    model = Fn(lambda t: F.pad(t, [1, 1], mode="circular"))
+    with pytest.raises(UnsupportedArgumentError, match="opset 19"):
+        assert_exports_like_eager(model, (torch.randn(1, 2, 3),), opset=18)
+
+
+def test_padding_of_dynamic_sizes_at_opset_18():
+    seq = torch.export.Dim("seq", min=3)
+    model = Fn(lambda t: F.pad(F.pad(t, [1, 2], mode="reflect"), [2, 0, 0, 1], value=-1.0))
+    assert_exports_like_eager(
+        model,
+        (torch.randn(1, 2, 4),),
+        dynamic_shapes=({2: seq},),
+        other_inputs=[((torch.randn(1, 2, 9),), {})],
+        opset=18,
+        expect_ops=["aten::pad"],
+    )

@@ -1,0 +1,146 @@
+"""Pooling against eager: kernel/stride/padding/dilation/ceil_mode, torch's indices, adaptive bins."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pt2onnx.errors import UnsupportedArgumentError
+from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+
+
+class Call(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+BATCH = ({0: torch.export.Dim("batch")},)
+
+
+def _other_batch(x):
+    return [((torch.cat([x, x[:1]]),), {})]
+
+
+@st.composite
+def windows(draw, spatial, dilation=True):
+    kernel = [draw(st.integers(1, 3)) for _ in range(spatial)]
+    stride = draw(st.just([]) | st.lists(st.integers(1, 3), min_size=spatial, max_size=spatial))
+    dil = [draw(st.integers(1, 2)) if dilation else 1 for _ in range(spatial)]
+    padding = [draw(st.integers(0, k // 2)) for k in kernel]
+    sizes = [draw(st.integers((k - 1) * d + 1, (k - 1) * d + 4)) for k, d in zip(kernel, dil)]
+    return kernel, stride, padding, dil, sizes, draw(st.booleans())
+
+
+def _distinct(draw, shape, dtype):
+    # Distinct values (exact in float16 too), so the position of each max is unique.
+    n = 1
+    for s in shape:
+        n *= s
+    seed = draw(st.integers(0, 2**31 - 1))
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    return (perm.reshape(shape).to(torch.float64) - n / 2).to(dtype)
+
+
+@covers("aten::max_pool1d.default", "aten::max_pool2d.default", "aten::max_pool3d.default")
+@given(data=st.data(), spatial=st.integers(1, 3), dtype=dtypes(("float32", "float16", "float64", "bfloat16")))
+def test_max_pool(data, spatial, dtype):
+    kernel, stride, padding, dilation, sizes, ceil_mode = data.draw(windows(spatial))
+    x = data.draw(tensors((2, 2, *sizes), dtype))
+    fn = [F.max_pool1d, F.max_pool2d, F.max_pool3d][spatial - 1]
+    model = Call(lambda x: fn(x, kernel, stride, padding, dilation, ceil_mode))
+    assert_exports_like_eager(
+        model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), expect_ops=[f"aten::max_pool{spatial}d"]
+    )
+
+
+@covers("aten::max_pool2d_with_indices.default", "aten::max_pool3d_with_indices.default")
+@given(
+    data=st.data(), spatial=st.integers(2, 3), dtype=dtypes(("float32", "float16", "float64")), unbatched=st.booleans()
+)
+def test_max_pool_with_indices(data, spatial, dtype, unbatched):
+    kernel, stride, padding, dilation, sizes, ceil_mode = data.draw(windows(spatial))
+    x = _distinct(data.draw, (2, 3, *sizes), dtype)
+    x = x[0] if unbatched else x
+    fn = [F.max_pool2d, F.max_pool3d][spatial - 2]
+    model = Call(lambda x: fn(x, kernel, stride, padding, dilation, ceil_mode, return_indices=True))
+    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::max_pool{spatial}d_with_indices"])
+
+
+@covers("aten::avg_pool1d.default", "aten::avg_pool2d.default", "aten::avg_pool3d.default")
+@given(
+    data=st.data(),
+    spatial=st.integers(1, 3),
+    dtype=dtypes(("float32", "float16", "bfloat16")),
+    count_include_pad=st.booleans(),
+)
+def test_avg_pool(data, spatial, dtype, count_include_pad):
+    kernel, stride, padding, _, sizes, ceil_mode = data.draw(windows(spatial, dilation=False))
+    if spatial == 3:
+        dtype = torch.float32  # torch's avg_pool3d has no float16/bfloat16 CPU kernel
+    x = data.draw(tensors((2, 2, *sizes), dtype))
+    fn = [F.avg_pool1d, F.avg_pool2d, F.avg_pool3d][spatial - 1]
+    model = Call(lambda x: fn(x, kernel, stride, padding, ceil_mode, count_include_pad))
+    assert_exports_like_eager(
+        model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), expect_ops=[f"aten::avg_pool{spatial}d"]
+    )
+
+
+@covers("aten::avg_pool2d.default", "aten::avg_pool3d.default")
+@given(data=st.data(), spatial=st.integers(2, 3), divisor=st.integers(1, 5))
+def test_avg_pool_divisor_override(data, spatial, divisor):
+    kernel, stride, padding, _, sizes, _ = data.draw(windows(spatial, dilation=False))
+    x = data.draw(tensors((1, 2, *sizes), torch.float32))
+    fn = [F.avg_pool2d, F.avg_pool3d][spatial - 2]
+    model = Call(lambda x: fn(x, kernel, stride, padding, False, True, divisor))
+    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::avg_pool{spatial}d"])
+
+
+def test_avg_pool_divisor_override_with_partial_ceil_window_is_an_error():
+    model = Call(lambda x: F.avg_pool2d(x, 2, 2, 0, True, True, 3))
+    with pytest.raises(UnsupportedArgumentError, match="fixed divisor"):
+        assert_exports_like_eager(model, (torch.randn(1, 1, 5, 5),))
+
+
+@covers(
+    "aten::adaptive_avg_pool1d.default",
+    "aten::adaptive_avg_pool2d.default",
+    "aten::adaptive_avg_pool3d.default",
+    "aten::_adaptive_avg_pool2d.default",
+    "aten::_adaptive_avg_pool3d.default",
+)
+@given(
+    data=st.data(),
+    spatial=st.integers(1, 3),
+    dtype=dtypes(("float32", "float16", "bfloat16", "float64")),
+    core=st.booleans(),
+)
+def test_adaptive_avg_pool(data, spatial, dtype, core):
+    sizes = [data.draw(st.integers(1, 7)) for _ in range(spatial)]
+    outputs = [data.draw(st.sampled_from([1, s, max(s // 2, 1), data.draw(st.integers(1, 5))])) for s in sizes]
+    if dtype == torch.float64 and all(s % o == 0 for s, o in zip(sizes, outputs)):
+        dtype = torch.float32  # onnxruntime has no float64 AveragePool (used for even bins)
+    x = data.draw(tensors((2, 2, *sizes), dtype))
+    if core and spatial > 1:
+        fn = [torch.ops.aten._adaptive_avg_pool2d, torch.ops.aten._adaptive_avg_pool3d][spatial - 2]
+        expected = f"aten::_adaptive_avg_pool{spatial}d"
+    else:
+        fn = [F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d][spatial - 1]
+        expected = f"aten::adaptive_avg_pool{spatial}d"
+    model = Call(lambda x: fn(x, outputs))
+    assert_exports_like_eager(model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), expect_ops=[expected])
+
+
+def test_pooling_at_opset_18():
+    model = torch.nn.Sequential(
+        torch.nn.MaxPool2d(3, 2, 1, ceil_mode=True),
+        torch.nn.AvgPool2d(2, ceil_mode=True),
+        torch.nn.AdaptiveAvgPool2d(3),
+    )
+    assert_exports_like_eager(model, (torch.randn(2, 3, 13, 11),), opset=18)

@@ -1,0 +1,174 @@
+"""Reductions and cumsum, against eager PyTorch through onnxruntime."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from pt2onnx.testing import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    assert_exports_like_eager,
+    covers,
+    dims,
+    dtypes,
+    shapes,
+    tensors,
+)
+
+aten = torch.ops.aten
+NUMBER_DTYPES = (*FLOAT_DTYPES, *INT_DTYPES)
+
+
+def _accepted(fn, *args):
+    try:
+        fn(*args)
+    except (RuntimeError, TypeError, IndexError):
+        return False
+    return True
+
+
+@st.composite
+def dim_lists(draw, rank):
+    """A list of distinct dims (maybe negative, maybe empty) of a tensor of ``rank``."""
+    if rank == 0:
+        return draw(st.sampled_from([[], [0], [-1]]))
+    chosen = draw(st.lists(st.integers(0, rank - 1), unique=True, max_size=rank))
+    return [d - rank if draw(st.booleans()) else d for d in chosen]
+
+
+ACCUMULATING = {
+    "sum": (aten.sum.dim_IntList, (*ALL_DTYPES,)),
+    "mean": (aten.mean.dim, FLOAT_DTYPES),
+}
+
+
+@covers("aten::sum.dim_IntList", "aten::mean.dim")
+@pytest.mark.parametrize("name", sorted(ACCUMULATING))
+@given(data=st.data(), shape=shapes(min_side=0), keepdim=st.booleans(), to_dtype=st.sampled_from([None, torch.float64]))
+def test_sum_mean_dims(name, data, shape, keepdim, to_dtype):
+    # [] means every dim; dtype= converts before reducing; ints and bools sum as int64.
+    fn, names = ACCUMULATING[name]
+    x = data.draw(tensors(shape, dtypes(names), special=True))
+    dim = data.draw(dim_lists(len(shape)))
+    model = lambda t: fn(t, dim, keepdim, dtype=to_dtype)  # noqa: E731
+    assume(_accepted(model, x))
+    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::{name}"])
+
+
+@covers("aten::sum.default", "aten::mean.default", "aten::prod.default")
+@pytest.mark.parametrize("name", ["sum", "mean", "prod"])
+@given(
+    x=tensors(shapes(min_side=0), dtypes(ALL_DTYPES), low=-2, high=2), to_dtype=st.sampled_from([None, torch.float32])
+)
+def test_reduce_all(name, x, to_dtype):
+    fn = getattr(aten, name).default
+    model = lambda t: fn(t, dtype=to_dtype)  # noqa: E731
+    assume(_accepted(model, x))
+    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::{name}.default"])
+
+
+@covers("aten::prod.dim_int")
+@given(data=st.data(), shape=shapes(min_side=0), keepdim=st.booleans())
+def test_prod_dim(data, shape, keepdim):
+    x = data.draw(tensors(shape, dtypes(ALL_DTYPES), low=-2, high=2))
+    dim = data.draw(dims(len(shape)))
+    assert_exports_like_eager(lambda t: torch.prod(t, dim, keepdim), (x,), expect_ops=["aten::prod.dim_int"])
+
+
+@covers("aten::amax.default", "aten::amin.default")
+@pytest.mark.parametrize("fn", [torch.amax, torch.amin], ids=["amax", "amin"])
+@given(data=st.data(), shape=shapes(), keepdim=st.booleans())
+def test_amax_amin(fn, data, shape, keepdim):
+    x = data.draw(tensors(shape, dtypes(ALL_DTYPES), special=True))
+    dim = data.draw(dim_lists(len(shape)))
+    assert_exports_like_eager(lambda t: fn(t, dim, keepdim), (x,), expect_ops=[f"aten::{fn.__name__}"])
+
+
+@covers("aten::any.default", "aten::any.dim", "aten::any.dims")
+@given(data=st.data(), shape=shapes(min_side=0), keepdim=st.booleans(), form=st.sampled_from(["all", "dim", "dims"]))
+def test_any(data, shape, keepdim, form):
+    x = data.draw(tensors(shape, dtypes(ALL_DTYPES), low=-1, high=1))
+    if form == "all":
+        model, expected = (lambda t: torch.any(t)), "aten::any.default"
+    elif form == "dim":
+        dim = data.draw(dims(len(shape)))
+        model, expected = (lambda t: torch.any(t, dim, keepdim)), "aten::any.dim"
+    else:
+        dim = data.draw(dim_lists(len(shape)))
+        model, expected = (lambda t: aten.any.dims(t, dim, keepdim)), "aten::any.dims"
+    assume(_accepted(model, x))
+    assert_exports_like_eager(model, (x,), expect_ops=[expected])
+
+
+@covers("aten::argmax.default", "aten::argmin.default")
+@pytest.mark.parametrize("fn", [torch.argmax, torch.argmin], ids=["argmax", "argmin"])
+@given(data=st.data(), shape=shapes(), keepdim=st.booleans(), all_dims=st.booleans())
+def test_argmax_argmin(fn, data, shape, keepdim, all_dims):
+    # Small integer ranges make ties: torch picks the first occurrence.
+    x = data.draw(tensors(shape, dtypes(NUMBER_DTYPES), low=-2, high=2))
+    dim = None if all_dims else data.draw(dims(len(shape)))
+    assert_exports_like_eager(lambda t: fn(t, dim, keepdim), (x,), expect_ops=[f"aten::{fn.__name__}"])
+
+
+@covers("aten::max.dim", "aten::min.dim")
+@pytest.mark.parametrize("fn", [torch.max, torch.min], ids=["max", "min"])
+@given(data=st.data(), shape=shapes(), keepdim=st.booleans())
+def test_max_min_dim(fn, data, shape, keepdim):
+    x = data.draw(tensors(shape, dtypes(ALL_DTYPES), low=-2, high=2))
+    dim = data.draw(dims(len(shape)))
+    assert_exports_like_eager(lambda t: tuple(fn(t, dim, keepdim)), (x,), expect_ops=[f"aten::{fn.__name__}.dim"])
+
+
+@covers("aten::var.correction", "aten::var.dim")
+@given(
+    data=st.data(),
+    shape=shapes(min_side=0),
+    keepdim=st.booleans(),
+    correction=st.sampled_from([None, 0, 1, 2, 0.5]),
+    form=st.sampled_from(["correction", "dim"]),
+)
+def test_var(data, shape, keepdim, correction, form):
+    x = data.draw(tensors(shape, dtypes(FLOAT_DTYPES)))
+    dim = data.draw(st.one_of(st.none(), dim_lists(len(shape))))
+    if form == "dim":
+        model = lambda t: aten.var.dim(t, dim, correction != 0, keepdim)  # noqa: E731
+    else:
+        model = lambda t: aten.var.correction(t, dim, correction=correction, keepdim=keepdim)  # noqa: E731
+    assume(_accepted(model, x))
+    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::var.{form}"])
+
+
+@covers("aten::cumsum.default")
+@given(data=st.data(), shape=shapes(min_side=0), to_dtype=st.sampled_from([None, torch.float64, torch.int32]))
+def test_cumsum(data, shape, to_dtype):
+    x = data.draw(tensors(shape, dtypes(ALL_DTYPES)))
+    dim = data.draw(dims(len(shape)))
+    assert_exports_like_eager(lambda t: torch.cumsum(t, dim, dtype=to_dtype), (x,), expect_ops=["aten::cumsum"])
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "argmax", "max", "var", "cumsum", "any", "prod"])
+def test_reduction_opset18_dynamic(name):
+    fns = {
+        "sum": lambda t: t.sum(0),
+        "mean": lambda t: t.mean((0, -1), keepdim=True),
+        "amax": lambda t: t.amax(0),
+        "argmax": lambda t: t.argmax(0),
+        "max": lambda t: tuple(t.max(0)),
+        "var": lambda t: t.var(0),
+        "cumsum": lambda t: t.cumsum(0),
+        "any": lambda t: (t > 0).any(0),
+        "prod": lambda t: t.prod(0),
+    }
+    batch = torch.export.Dim("batch")
+    assert_exports_like_eager(
+        fns[name],
+        (torch.randn(4, 3),),
+        other_inputs=[((torch.randn(7, 3),), {})],
+        dynamic_shapes=({0: batch},),
+        opset=18,
+        expect_ops=[f"aten::{name}"],
+    )

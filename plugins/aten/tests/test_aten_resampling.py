@@ -1,0 +1,165 @@
+"""Resampling against eager: interpolate modes/align_corners/sizes vs scales, pixel (un)shuffle, grid_sample, fold."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+
+ATOL = {torch.float16: 2e-2, torch.bfloat16: 1e-1}
+BATCH = ({0: torch.export.Dim("batch")},)
+
+
+class Call(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _check(model, args, expect, **options):
+    dtype = args[0].dtype
+    return assert_exports_like_eager(
+        model, args, atol=ATOL.get(dtype), rtol=ATOL.get(dtype), expect_ops=[expect], **options
+    )
+
+
+MODES = {1: ["nearest", "linear"], 2: ["nearest", "bilinear", "bicubic"], 3: ["nearest", "trilinear"]}
+OPS = {
+    "nearest": "upsample_nearest{}d",
+    "linear": "upsample_linear1d",
+    "bilinear": "upsample_bilinear2d",
+    "bicubic": "upsample_bicubic2d",
+    "trilinear": "upsample_trilinear3d",
+}
+
+
+@covers(
+    "aten::upsample_nearest1d.vec",
+    "aten::upsample_nearest2d.vec",
+    "aten::upsample_nearest3d.vec",
+    "aten::upsample_linear1d.vec",
+    "aten::upsample_bilinear2d.vec",
+    "aten::upsample_trilinear3d.vec",
+    "aten::upsample_bicubic2d.vec",
+)
+@given(
+    data=st.data(),
+    spatial=st.integers(1, 3),
+    dtype=dtypes(("float32", "float16", "bfloat16")),
+    by_scale=st.booleans(),
+    align_corners=st.booleans(),
+    opset=st.sampled_from([18, 26]),
+)
+def test_interpolate(data, spatial, dtype, by_scale, align_corners, opset):
+    mode = data.draw(st.sampled_from(MODES[spatial]))
+    sizes = [data.draw(st.integers(1, 5)) for _ in range(spatial)]
+    x = data.draw(tensors((2, 2, *sizes), dtype))
+    options = {} if mode == "nearest" else {"align_corners": align_corners}
+    if by_scale:
+        options["scale_factor"] = [data.draw(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0])) for _ in range(spatial)]
+        if any(int(s * f) == 0 for s, f in zip(sizes, options["scale_factor"])):
+            options["scale_factor"] = [2.0] * spatial
+    else:
+        options["size"] = [data.draw(st.integers(1, 7)) for _ in range(spatial)]
+    model = Call(lambda x: F.interpolate(x, mode=mode, **options))
+    _check(
+        model,
+        (x,),
+        "aten::" + OPS[mode].format(spatial),
+        dynamic_shapes=(BATCH,),
+        other_inputs=[((torch.cat([x, x]),), {})],
+        opset=opset,
+    )
+
+
+@covers(
+    "aten::upsample_nearest1d.default",
+    "aten::upsample_nearest2d.default",
+    "aten::upsample_nearest3d.default",
+    "aten::upsample_linear1d.default",
+    "aten::upsample_bilinear2d.default",
+    "aten::upsample_trilinear3d.default",
+    "aten::upsample_bicubic2d.default",
+)
+@given(data=st.data(), spatial=st.integers(1, 3), align_corners=st.booleans(), with_scales=st.booleans())
+def test_upsample_default_overloads(data, spatial, align_corners, with_scales):
+    mode = data.draw(st.sampled_from(MODES[spatial]))
+    sizes = [data.draw(st.integers(1, 4)) for _ in range(spatial)]
+    x = data.draw(tensors((1, 2, *sizes), torch.float32))
+    factors = [data.draw(st.sampled_from([1.0, 2.0, 3.0])) for _ in range(spatial)]
+    out = [int(s * f) for s, f in zip(sizes, factors)]
+    scales = factors if with_scales else [None] * spatial
+    fn = getattr(torch.ops.aten, OPS[mode].format(spatial)).default
+    args = (out, *scales) if mode == "nearest" else (out, align_corners, *scales)
+    _check(Call(lambda x: fn(x, *args)), (x,), "aten::" + OPS[mode].format(spatial))
+
+
+@covers("aten::pixel_shuffle.default", "aten::pixel_unshuffle.default")
+@given(
+    data=st.data(),
+    dtype=dtypes(("float32", "float16", "float64", "int64")),
+    batch_dims=st.integers(0, 2),
+    factor=st.integers(1, 3),
+    shuffle=st.booleans(),
+)
+def test_pixel_shuffle(data, dtype, batch_dims, factor, shuffle):
+    batch = [data.draw(st.integers(1, 2)) for _ in range(batch_dims)]
+    c, h, w = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    if shuffle:
+        x = data.draw(tensors((*batch, c * factor * factor, h, w), dtype))
+        model, expect = Call(lambda x: F.pixel_shuffle(x, factor)), "aten::pixel_shuffle"
+    else:
+        x = data.draw(tensors((*batch, c, h * factor, w * factor), dtype))
+        model, expect = Call(lambda x: F.pixel_unshuffle(x, factor)), "aten::pixel_unshuffle"
+    _check(model, (x,), expect)
+
+
+@covers("aten::grid_sampler_2d.default", "aten::grid_sampler.default")
+@given(
+    data=st.data(),
+    dtype=dtypes(("float32", "float16", "float64")),
+    mode=st.sampled_from(["bilinear", "nearest", "bicubic"]),
+    padding_mode=st.sampled_from(["zeros", "border", "reflection"]),
+    align_corners=st.booleans(),
+    core=st.booleans(),
+    opset=st.sampled_from([18, 26]),
+)
+def test_grid_sample(data, dtype, mode, padding_mode, align_corners, core, opset):
+    if dtype == torch.float64:
+        opset = 26  # GridSample runs float64 from opset 20 on
+    x = data.draw(tensors((2, 2, data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))), dtype))
+    grid = data.draw(
+        tensors((2, data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)), 2), dtype, low=-1.2, high=1.2)
+    )
+    if core:
+        modes = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+        pads = {"zeros": 0, "border": 1, "reflection": 2}
+        model = Call(lambda x, g: torch.ops.aten.grid_sampler_2d(x, g, modes[mode], pads[padding_mode], align_corners))
+        expect = "aten::grid_sampler_2d"
+    else:
+        model = Call(lambda x, g: F.grid_sample(x, g, mode, padding_mode, align_corners))
+        expect = "aten::grid_sampler"
+    _check(model, (x, grid), expect, opset=opset)
+
+
+@covers("aten::col2im.default")
+@given(data=st.data(), dtype=dtypes(("float32", "float16")), batched=st.booleans())
+def test_col2im(data, dtype, batched):
+    kernel = [data.draw(st.integers(1, 3)) for _ in range(2)]
+    dilation = [data.draw(st.integers(1, 2)) for _ in range(2)]
+    padding = [data.draw(st.integers(0, 1)) for _ in range(2)]
+    stride = [data.draw(st.integers(1, 2)) for _ in range(2)]
+    size = [data.draw(st.integers((k - 1) * d + 1, (k - 1) * d + 4)) for k, d in zip(kernel, dilation)]
+    blocks = 1
+    for s, k, d, p, st_ in zip(size, kernel, dilation, padding, stride):
+        blocks *= (s + 2 * p - d * (k - 1) - 1) // st_ + 1
+    c = data.draw(st.integers(1, 2))
+    x = data.draw(tensors(((2,) if batched else ()) + (c * kernel[0] * kernel[1], blocks), dtype))
+    model = Call(lambda x: F.fold(x, size, kernel, dilation, padding, stride))
+    _check(model, (x,), "aten::col2im")
