@@ -88,6 +88,7 @@ def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) 
     used: set[ir.Value] = set()
     user_outputs: list[ir.Value] = []
     mutation_outputs: list[ir.Value] = []
+    targets: list[str] = []
     for spec, value in zip(program.graph_signature.output_specs, fx_outputs):
         if spec.kind == OutputKind.USER_OUTPUT:
             name = next(names)
@@ -97,10 +98,9 @@ def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) 
             else:
                 layout.user.append(("constant", value))
         elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
-            target = spec.target
-            name = f"{target}.updated"
-            mutation_outputs.append(_output_value(graph, value, name, used))
-            layout.mutations[name] = target
+            assert spec.target is not None
+            mutation_outputs.append(_output_value(graph, value, f"{spec.target}.updated", used))
+            targets.append(spec.target)
         else:
             raise ConversionError(
                 f"output {spec.arg} of kind {spec.kind.name} cannot be exported",
@@ -113,9 +113,13 @@ def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) 
     opset_ids = [onnx.helper.make_opsetid(d, v) for d, v in graph.opset_imports.items()]
     model = ir.Model(
         graph,
-        ir_version=onnx.helper.find_min_ir_version_for(opset_ids),
+        ir_version=onnx.helper.find_min_ir_version_for(opset_ids, ignore_unknown=True),  # custom domains
         producer_name="pt2onnx",
         functions=list(translated.functions.values()),
     )
     common_passes.NameFixPass()(model)
+    # The pass renames outputs that clash with input names (``forward(x, y)`` returning {"y": ...}).
+    fixed = iter(user_outputs)
+    layout.user = [entry if not isinstance(entry, str) else next(fixed).name or entry for entry in layout.user]
+    layout.mutations = {value.name or target: target for value, target in zip(mutation_outputs, targets)}
     return model, layout

@@ -1,15 +1,26 @@
-"""Capture: ``torch.export.export`` in the mode the user asked for, with a fallback.
+"""Capture: ``torch.export.export`` in the mode the user asked for, with documented fallbacks.
 
-Some models capture in one mode only (the seeds: ``scan`` under ``strict=True``;
-``x[..., idx] = y`` under ``strict=False`` in older torch). When capture fails in the
-asked mode it is retried in the other one, with a warning; the report says which
-mode produced the graph. ``fallback=False`` turns that off.
+Some models capture in one mode only. When capture fails in the asked mode it is
+retried in the other one, with a warning; the report says which mode produced the
+graph. One known failure has its own fallback: calls of ``torch.ops.higher_order.scan``
+with the keywords ``dim``, ``reverse`` and ``additional_inputs`` (the seeds' scan
+example; torch >= 2.6 rejects them in both modes) are retried with those calls routed
+through ``torch._higher_order_ops.scan.scan``, which computes the same thing.
+``fallback=False`` turns every fallback off.
+
+``torch.vmap`` (also what ``associative_scan(combine_mode="generic")`` uses) is captured
+as batching markers (``torch._functorch.predispatch``) around per-sample ops; such a
+program is re-traced once (``run_decompositions({})``), which applies the batching.
+
+Functions marked with ``torch.compiler.nested_compile_region`` stay ``invoke_subgraph``
+calls (torch would inline single-use regions), so they become ONNX local functions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +74,11 @@ def _hint(error: BaseException, strict: bool) -> str:
             "the model branches on tensor values; express the branch with torch.cond, or tell "
             "torch what holds with torch._check(...) (see the torch.export tutorial)"
         )
+    if _is_legacy_scan_call(error):
+        return (
+            "torch.ops.higher_order.scan no longer takes dim/reverse/additional_inputs; call "
+            "torch._higher_order_ops.scan.scan(fn, init, xs, dim=..., reverse=...) or pass fallback=True"
+        )
     if "Constraints violated" in text or "dynamic_shapes" in text or "Dim(" in text:
         return "fix dynamic_shapes as torch's message above suggests (it names the dims and their relations)"
     if strict:
@@ -73,7 +89,66 @@ def _hint(error: BaseException, strict: bool) -> str:
 def _export(
     module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool
 ) -> ExportedProgram:
-    return torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+    # Keep every nested_compile_region call as invoke_subgraph (-> ONNX local function).
+    with torch._dynamo.config.patch(inline_single_use_invoke_subgraph=False):
+        return torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+
+
+def _is_legacy_scan_call(error: BaseException) -> bool:
+    text = str(error)
+    return "scan" in text.lower() and "unexpected keyword argument" in text
+
+
+def _legacy_scan_call(op: Any, combine_fn: Callable[..., Any], init: Any, xs: Any, *rest: Any, **legacy: Any) -> Any:
+    """``scan_op(...)``, also accepting the pre-2.6 keywords ``dim``, ``reverse``, ``additional_inputs``."""
+    if not legacy.keys() & {"dim", "reverse"}:
+        return _ORIGINAL_SCAN_CALL(op, combine_fn, init, xs, *rest, **legacy)
+    from torch._higher_order_ops.scan import scan
+
+    additional_inputs = list(legacy.get("additional_inputs", rest[0] if rest else ()))
+    count = len(init)
+
+    def step(carry: list[Any], x: list[Any]) -> tuple[list[Any], list[Any]]:
+        out = list(combine_fn(*carry, *x, *additional_inputs))
+        # The old op allowed one tensor as carry and as output; scan() forbids the aliasing.
+        ys = [y.clone() if any(y is o for o in out[:i]) else y for i, y in enumerate(out) if i >= count]
+        return out[:count], ys
+
+    carry, ys = scan(step, list(init), list(xs), dim=legacy.get("dim", 0), reverse=legacy.get("reverse", False))
+    return [*carry, *ys]
+
+
+_ORIGINAL_SCAN_CALL = type(torch.ops.higher_order.scan).__call__
+
+
+@contextlib.contextmanager
+def _legacy_scan_signature() -> Iterator[None]:
+    # Only the op's Python entry point is patched: TorchDynamo (strict=True) intercepts the
+    # call before it and still rejects the old keywords, so this fallback captures non-strict.
+    scan_type = type(torch.ops.higher_order.scan)
+    scan_type.__call__ = _legacy_scan_call
+    try:
+        yield
+    finally:
+        scan_type.__call__ = _ORIGINAL_SCAN_CALL
+
+
+def _has_vmap_markers(gm: torch.fx.GraphModule) -> bool:
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and getattr(node.target, "__module__", "") == "torch._functorch.predispatch":
+            return True
+        if node.op == "get_attr":
+            sub = getattr(gm, str(node.target), None)
+            if isinstance(sub, torch.fx.GraphModule) and _has_vmap_markers(sub):
+                return True
+    return False
+
+
+def _captured(program: ExportedProgram, strict: bool, strategy: str, reason: str | None = None) -> Captured:
+    if _has_vmap_markers(program.graph_module):
+        program = program.run_decompositions({})
+        strategy += "; vmap applied by re-tracing"
+    return Captured(program, strict, strategy, reason)
 
 
 def _first_lines(error: BaseException, count: int = 12) -> str:
@@ -105,26 +180,32 @@ def capture(
     kwargs = dict(kwargs or {})
     try:
         program = _export(module, args, kwargs, dynamic_shapes, strict)
-        return Captured(program, strict, f"strict={strict}")
-    except Exception as first:
-        reason = _first_lines(first, 3)
-        if not fallback:
-            raise CaptureError(
-                f"torch.export.export(strict={strict}) failed:\n{_first_lines(first)}",
-                hint=_hint(first, strict),
-            ) from first
-        try:
-            program = _export(module, args, kwargs, dynamic_shapes, not strict)
-        except Exception as second:  # noqa: BLE001
-            raise CaptureError(
-                f"torch.export.export failed in both modes.\n"
-                f"strict={strict}:\n{_first_lines(first)}\nstrict={not strict}:\n{_first_lines(second)}",
-                hint=_hint(first, strict),
-            ) from first
-    warnings.warn(
-        f"torch.export.export(strict={strict}) failed ({reason.splitlines()[0][:200]}); "
-        f"the graph was captured with strict={not strict} instead. Pass fallback=False to turn this off.",
-        CaptureFallbackWarning,
-        stacklevel=3,
-    )
-    return Captured(program, not strict, f"strict={not strict} (fallback: strict={strict} failed)", reason)
+        return _captured(program, strict, f"strict={strict}")
+    except Exception as e:  # noqa: BLE001 (any capture failure may succeed in the other mode)
+        first: Exception = e
+    if not fallback:
+        raise CaptureError(
+            f"torch.export.export(strict={strict}) failed:\n{_first_lines(first)}", hint=_hint(first, strict)
+        ) from first
+    reason = _first_lines(first, 3)
+    errors: list[tuple[str, Exception]] = [(f"strict={strict}", first)]
+    for mode in (strict, not strict):
+        for legacy in (False, True) if _is_legacy_scan_call(first) else (False,):
+            if (mode == strict and not legacy) or (mode and legacy):
+                continue
+            label = f"strict={mode}" + (" with the legacy scan signature routed through scan()" if legacy else "")
+            try:
+                with _legacy_scan_signature() if legacy else contextlib.nullcontext():
+                    program = _export(module, args, kwargs, dynamic_shapes, mode)
+            except Exception as e:  # noqa: BLE001
+                errors.append((label, e))
+                continue
+            warnings.warn(
+                f"torch.export.export(strict={strict}) failed ({reason.splitlines()[0][:200]}); "
+                f"the graph was captured with {label} instead. Pass fallback=False to turn this off.",
+                CaptureFallbackWarning,
+                stacklevel=3,
+            )
+            return _captured(program, mode, f"{label} (fallback: strict={strict} failed)", reason)
+    details = "\n".join(f"{label}:\n{_first_lines(e)}" for label, e in errors)
+    raise CaptureError(f"torch.export.export failed in every mode.\n{details}", hint=_hint(first, strict)) from first

@@ -16,6 +16,7 @@ from torch.export import ExportedProgram
 
 from .assemble import OutputLayout
 from .errors import VerificationError
+from .provenance import METADATA_KEYS, ModuleInfo, find_node, module_of_state
 from .report import Report
 from .runtime import Verification, compare, from_ort, to_ort
 from .save import PROTOBUF_LIMIT, save_model
@@ -126,6 +127,30 @@ class ExportResult:
             got = self.run(*_clone(args), **_clone(kwargs))
             names = [e for e in self.layout.user if isinstance(e, str)]
             return compare(names, expected, got, atol=_atol, rtol=_rtol)
+
+    # -- provenance ---------------------------------------------------------------------
+
+    def provenance(self, node_or_name: ir.Node | ir.Value | str) -> dict[str, str]:
+        """Where an ONNX node came from: FX node, aten op, module path and class, source line.
+
+        ``node_or_name``: an ``onnx_ir`` node or value, a node name, or an output name
+        (main graph, subgraphs and local functions are searched). Keys are the metadata
+        props without their ``pt2onnx.`` prefix: ``fx_node``, ``op``, ``module``,
+        ``module_class``, ``source``.
+        """
+        node = find_node(self.model, node_or_name)
+        props = node.metadata_props
+        return {prop.removeprefix("pt2onnx."): props[prop] for prop in METADATA_KEYS.values() if prop in props}
+
+    def source_of(self, node_or_name: ir.Node | ir.Value | str) -> str | None:
+        """The line of the user's code that made an ONNX node (``file:line in function: code``)."""
+        return self.provenance(node_or_name).get("source")
+
+    def module_of(self, initializer_name: str) -> ModuleInfo:
+        """The module a parameter or buffer initializer belongs to: its path and class."""
+        if initializer_name not in self.model.graph.initializers:
+            raise KeyError(f"{initializer_name!r} is not an initializer of the model")
+        return module_of_state(initializer_name, self._eager, self.program.graph)
 
     def __repr__(self) -> str:
         return f"<ExportResult {len(self.model.graph)} nodes, inputs={self.input_names}, outputs={self.output_names}>"

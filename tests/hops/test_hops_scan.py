@@ -1,0 +1,54 @@
+"""``scan`` -> ``Scan``: carries, stacked outputs, ``dim``, ``reverse``, closures, dynamic shapes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._higher_order_ops.scan import scan
+
+from pt2onnx.testing import assert_exports_like_eager, covers
+
+N = torch.export.Dim("n", min=2, max=64)
+MODES = pytest.mark.parametrize("strict", [False, True], ids=["nonstrict", "strict"])
+
+
+class CumulativeScan(torch.nn.Module):
+    """Two carries, two stacked outputs, a closure over ``w`` (lifted to additional_inputs)."""
+
+    def __init__(self, dim: int, reverse: bool) -> None:
+        super().__init__()
+        self.dim, self.reverse = dim, reverse
+
+    def forward(self, x, w):
+        def step(carry, xs):
+            total, biggest = carry
+            total = total + xs * w
+            biggest = torch.maximum(biggest, xs)
+            return (total, biggest), (total * 2, biggest - total)
+
+        first = x.select(self.dim, 0).contiguous()
+        init = (torch.zeros_like(first), first)
+        (total, biggest), (doubled, gap) = scan(step, init, x, dim=self.dim, reverse=self.reverse)
+        return total, biggest, doubled, gap
+
+
+@covers("higher_order::scan")
+@MODES
+@pytest.mark.parametrize("dim, reverse", [(0, False), (1, True)])
+def test_scan_carries_outputs_dim_reverse(strict, dim, reverse):
+    x = torch.randn(4, 5)
+    w = torch.randn(5) if dim == 0 else torch.randn(4)
+    assert_exports_like_eager(CumulativeScan(dim, reverse), (x, w), strict=strict, expect_ops=["higher_order::scan"])
+
+
+@MODES
+def test_scan_dynamic_length(strict):
+    x, w = torch.randn(6, 3), torch.randn(3)
+    assert_exports_like_eager(
+        CumulativeScan(0, False),
+        (x, w),
+        strict=strict,
+        dynamic_shapes={"x": {0: N}, "w": None},
+        expect_ops=["higher_order::scan"],
+        other_inputs=[((torch.randn(2, 3), w), {})],
+    )
