@@ -133,12 +133,14 @@ class _Loader:
         return hit is not None
 
     def add(self, plugin: object, info: PluginInfo) -> None:
-        if info.name in self.result.plugins:
-            # The same plugin reached through two layers (e.g. installed and named in the
-            # project) counts once, in the higher layer.
-            if self.result.plugins[info.name].layer >= info.layer:
+        # The same plugin reached through two layers (e.g. installed and named in the
+        # project or in plugins=, maybe under another name) counts once, in the higher layer.
+        known = self.result.manager.get_name(plugin) or info.name
+        for name in {info.name, known} & self.result.plugins.keys():
+            if self.result.plugins[name].layer >= info.layer:
                 return
-            self.result.manager.unregister(name=info.name)
+            self.result.manager.unregister(name=name)
+            del self.result.plugins[name]
         try:
             self.result.manager.register(plugin, name=info.name)
         except (ValueError, pluggy.PluginValidationError) as e:

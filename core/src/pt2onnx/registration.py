@@ -180,7 +180,8 @@ class CustomOpRegistrar(_Registrar):
     ) -> None:
         """Emit the op as one node ``domain::op_type`` (opset ``version`` of that domain).
 
-        Tensor arguments become the node's inputs in schema order; ``attributes``, if
+        Tensor arguments become the node's inputs in schema order (an absent optional
+        tensor before a present one is an empty input); ``attributes``, if
         given, maps the op's non-tensor arguments to ONNX attributes
         (``attributes(*args, **kwargs) -> dict``). Output types and shapes come from
         torch's metadata.
@@ -215,13 +216,31 @@ def _single_node(
     domain: str, op_type: str, version: int, attributes: Callable[..., dict[str, Any]] | None
 ) -> Callable[..., Any]:
     def emit(op: Any, *args: Any, **kwargs: Any) -> Any:
-        inputs = [a for a in _flatten(args) if isinstance(a, ir.Value)]
         attrs = attributes(*args, **kwargs) if attributes is not None else {}
-        return op.custom_node(domain, op_type, inputs, attrs, version=version)
+        return op.custom_node(domain, op_type, _tensor_inputs(op, args, kwargs), attrs, version=version)
 
     emit.__name__ = f"{domain}.{op_type}"
     emit.__qualname__ = emit.__name__
     return emit
+
+
+def _tensor_inputs(op: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[ir.Value | None]:
+    """The tensor arguments in schema order; an absent optional tensor stays an empty input."""
+    schema = getattr(op.node.target, "_schema", None)
+    if schema is None:
+        return [a for a in _flatten(args) if isinstance(a, ir.Value)]
+    inputs: list[ir.Value | None] = []
+    for i, argument in enumerate(schema.arguments):
+        if "Tensor" not in str(argument.type):
+            continue
+        value = args[i] if i < len(args) else kwargs.get(argument.name)
+        if isinstance(value, (list, tuple)):
+            inputs.extend(_flatten(value))
+        else:
+            inputs.append(value)
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    return inputs
 
 
 def _flatten(args: Sequence[Any]) -> list[Any]:

@@ -1,0 +1,29 @@
+"""Property test of the template's handler: onnxruntime against eager PyTorch."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pt2onnx_template.plugin
+from pt2onnx.testing import assert_exports_like_eager, covers, tensors
+from pt2onnx_template.ops import scaled_swish
+
+
+class Model(torch.nn.Module):
+    def __init__(self, beta: float) -> None:
+        super().__init__()
+        self.beta = beta
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return scaled_swish(x, self.beta)
+
+
+@covers("template::scaled_swish")
+@given(x=tensors(dtype=st.sampled_from([torch.float32, torch.float64])), beta=st.floats(-2.0, 2.0))
+def test_scaled_swish(x, beta):
+    # plugins=[...] makes the test independent of whether the pack is installed.
+    assert_exports_like_eager(
+        Model(beta), (x,), plugins=[pt2onnx_template.plugin], expect_ops=["template::scaled_swish"]
+    )
