@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 
-import pt2onnx
 import pytest
 import torch
+
+import pt2onnx
 from models import MLP
 from pt2onnx.errors import CaptureError, SaveError, UnsupportedOpsError
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import inspect
 
 import onnx
-import pt2onnx
 import pytest
 import torch
+
+import pt2onnx
 from models import MLP, trained_cnn
 
 BATCH = torch.export.Dim("batch")

@@ -39,7 +39,18 @@ def installed(tmp_path_factory) -> dict[str, Path]:
     for dist in sorted(DISTS.iterdir()):
         site = tmp_path_factory.mktemp(dist.name)
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site), str(dist)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "--target",
+                str(site),
+                str(dist),
+            ],
             check=True,
             capture_output=True,
         )
@@ -61,7 +72,9 @@ def install(installed, monkeypatch):
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A user's project: a pyproject.toml with [tool.pt2onnx] plugins and a local plugin module."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "userproj"\n\n[tool.pt2onnx]\nplugins = ["userproj_relu"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "userproj"\n\n[tool.pt2onnx]\nplugins = ["userproj_relu"]\n'
+    )
     (tmp_path / "userproj_relu.py").write_text(
         textwrap.dedent(
             """

@@ -16,6 +16,7 @@ import torch
 from torch.export import ExportedProgram
 
 from .errors import DecompositionError
+from .inplace import functionalize_private_inplace
 from .opnames import op_name
 from .registry import Registry
 
@@ -65,6 +66,21 @@ def retrace_reason(program: ExportedProgram, registry: Registry) -> str | None:
     return "; ".join(reasons) or None
 
 
+def _undecomposable(program: ExportedProgram, registry: Registry, table: Any) -> list[str]:
+    """torch ops of the program that no plugin converts and no decomposition would remove."""
+    found = set()
+    for node in _call_nodes(program.graph_module):
+        target = node.target
+        if not isinstance(target, torch._ops.OpOverload) or target.namespace not in ("aten", "prims"):
+            continue
+        if registry.lookup(target) is not None or target in table:
+            continue
+        if target.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
+            continue
+        found.add(op_name(target))
+    return sorted(found)
+
+
 def _resolve_op(name: str) -> list[Any]:
     """The OpOverloads a registered name stands for (all overloads of a packet name)."""
     namespace, rest = name.split("::", 1)
@@ -92,10 +108,16 @@ def decomposition_table(registry: Registry) -> Any:
 
 def decompose(program: ExportedProgram, registry: Registry, *, force: bool = False) -> Decomposed:
     """Re-trace ``program`` with the plugins' table if it must be (or if ``force``)."""
+    rewritten = 0 if force else functionalize_private_inplace(program.graph_module)
     reason = retrace_reason(program, registry)
     if reason is None and not force:
-        return Decomposed(program, False, "translated as captured: every op has a converter and nothing mutates")
+        made = f" ({rewritten} in-place op(s) on intermediates made functional)" if rewritten else ""
+        return Decomposed(program, False, f"translated as captured: every op has a converter and nothing mutates{made}")
     table = decomposition_table(registry)
+    hopeless = _undecomposable(program, registry, table)
+    if hopeless and not force:
+        # Re-tracing cannot remove these ops, so translation would fail anyway: fail fast.
+        return Decomposed(program, False, f"not re-traced: no converter or decomposition for {', '.join(hopeless)}")
     try:
         decomposed = program.run_decompositions(table)
     except Exception as e:

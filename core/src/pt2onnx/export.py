@@ -16,6 +16,7 @@ from torch.export import ExportedProgram
 from .assemble import assemble
 from .capture import as_module, capture
 from .decompose import decompose
+from .module_functions import ModuleSelection, outline_modules
 from .opset import check_opset
 from .optimize import count_nodes, select_passes
 from .optimize import optimize as run_passes
@@ -55,6 +56,7 @@ def export(
     fallback: bool = True,
     decompose_all: bool = False,
     unknown_custom_ops: Literal["error", "emit"] = "error",
+    modules_as_functions: ModuleSelection = False,
 ) -> ExportResult:
     """Export a PyTorch model to ONNX.
 
@@ -72,6 +74,8 @@ def export(
         decompose_all: re-trace with the decomposition table even when not needed.
         unknown_custom_ops: ``"emit"`` exports a custom op without handler as one opaque
             node in a domain named after its namespace (with a warning) instead of failing.
+        modules_as_functions: ``True`` or a list of ``nn.Module`` classes: keep the calls of
+            those modules as ONNX local functions (one per class and configuration).
 
     Returns:
         An :class:`ExportResult` with ``.model``, ``.model_proto``, ``.save()``, ``.run()``,
@@ -101,7 +105,10 @@ def export(
         signature = inspect.signature(eager.forward) if eager is not None else None
         dims = DimNames(dim_names(program, signature, tuple(args), kwargs, dynamic_shapes))
         translator = GraphTranslator(registry, dims, target_opset, unknown_custom_ops=unknown_custom_ops)
-        translated = translator.translate_program(program.graph_module)
+        graph_module = program.graph_module
+        if modules_as_functions:
+            graph_module = outline_modules(graph_module, modules_as_functions)
+        translated = translator.translate_program(graph_module)
 
     with report.phase("assemble"):
         onnx_model, layout = assemble(program, translated, target_opset)

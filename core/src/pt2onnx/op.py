@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import onnx_ir as ir
 import torch
 import torch.fx
@@ -99,8 +100,15 @@ class Op(OpBuilder):
 
     def constant(self, value: Any, dtype: ir.DataType | None = None) -> ir.Value:
         """A ``Constant`` node holding ``value`` (a Python scalar, list or numpy array)."""
-        out = self.Constant(value=ir.tensor(value, dtype=dtype))
-        assert isinstance(out, ir.Value)
+        if dtype is not None and isinstance(value, (int, float, bool, list)):
+            tensor: ir.TensorProtocol = ir.Tensor(np.asarray(value, dtype=dtype.numpy()))
+        else:
+            tensor = ir.tensor(value, dtype=dtype)
+        # Built directly: typed from the tensor, without the builder's schema and inference work.
+        node = ir.Node("", "Constant", [], [ir.AttrTensor("value", tensor)], num_outputs=1)
+        out = node.outputs[0]
+        out.type, out.shape, out.const_value = ir.TensorType(tensor.dtype), ir.Shape(tensor.shape.numpy()), tensor
+        self.builder.graph.append(node)
         return out
 
     def shape_tensor(self, dims: Sequence[int | ir.Value]) -> ir.Value:

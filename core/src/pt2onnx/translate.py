@@ -21,6 +21,7 @@ import torch
 import torch.fx
 from onnxscript import GraphBuilder
 
+from .builder import Builder
 from .errors import ConversionError, Pt2OnnxError, UnsupportedArgumentError, UnsupportedOpsError
 from .op import Op
 from .opnames import op_name
@@ -78,6 +79,8 @@ class GraphTranslator:
         self.usage: Counter[tuple[str, str]] = Counter()
         self.entries: dict[str, Entry] = {}
         self._prefix = ""
+        # Higher-order-op nodes being lowered, outermost first (provenance of body nodes).
+        self._enclosing: list[torch.fx.Node] = []
 
     # -- checks before translating anything -----------------------------------------
 
@@ -112,7 +115,7 @@ class GraphTranslator:
         """Translate the exported program's graph; placeholders become graph inputs for now."""
         self.check_supported(gm)
         graph = ir.Graph(inputs=[], outputs=[], nodes=[], opset_imports={"": self.opset}, name="main_graph")
-        builder = GraphBuilder(graph)
+        builder = Builder(graph)
         op = Op(builder, self)
         env: dict[torch.fx.Node, Any] = {}
         placeholders: dict[str, Any] = {}
@@ -164,7 +167,7 @@ class GraphTranslator:
         graph = ir.Graph(
             inputs=list(inputs), outputs=[], nodes=[], opset_imports=dict(op.builder.graph.opset_imports), name=name
         )
-        sub_op = Op(GraphBuilder(graph, parent=op.builder), self)
+        sub_op = Op(Builder(graph, parent=op.builder), self)
         sub_op._node = op._node
         saved_prefix, self._prefix = self._prefix, f"{self._prefix}{name}."
         try:
@@ -173,7 +176,7 @@ class GraphTranslator:
             self._prefix = saved_prefix
         graph.outputs.extend(self._graph_outputs(sub_op, list(outputs), graph))
         if op._node is not None:
-            _stamp(graph, len(graph), metadata_props(op._node))
+            _stamp(graph, len(graph), self._props(op._node))
         return graph
 
     def build_function(self, op: Op, gm: torch.fx.GraphModule, name: str, domain: str) -> ir.Function:
@@ -192,8 +195,11 @@ class GraphTranslator:
 
         opsets = {"": self.opset, **{d: v for d, v in self.domains.items() if d != domain}}
         function = onnxscript.build_function(trace, inputs, domain=domain, name=name, opset_imports=opsets)
+        # Domains first used while tracing the body (e.g. calls of nested functions).
+        for used, version in self.domains.items():
+            function.opset_imports.setdefault(used, version)
         if node is not None:
-            _stamp(function.graph, len(function.graph), metadata_props(node))
+            _stamp(function.graph, len(function.graph), self._props(node))
         self.functions[key] = function
         return function
 
@@ -217,6 +223,8 @@ class GraphTranslator:
             if node.op == "get_attr":
                 env[node] = _fetch_attr(owner, node.target)
             elif node.op == "call_function":
+                if not node.users and _is_random(node):
+                    continue  # a draw nobody uses: torch keeps it only because it is impure
                 env[node] = self._convert(op, node, env)
             elif node.op == "output":
                 return list(_flatten(_resolve(node.args[0], env)))
@@ -238,6 +246,7 @@ class GraphTranslator:
         graph = op.builder.graph
         count_before = len(graph)
         op._node = node
+        self._enclosing.append(node)
         try:
             result = fn(op, *args, **kwargs)
         except UnsupportedArgumentError as e:
@@ -262,10 +271,14 @@ class GraphTranslator:
             ) from e
         finally:
             op._node = None
+            self._enclosing.pop()
         added = len(graph) - count_before
-        new_nodes = _stamp(graph, added, metadata_props(node))
+        new_nodes = _stamp(graph, added, self._props(node))
         self.usage[(op_name(node.target), plugin)] += 1
         return self._bind_outputs(node, result, new_nodes, fn, plugin)
+
+    def _props(self, node: torch.fx.Node) -> dict[str, str]:
+        return metadata_props(node, [n for n in self._enclosing if n is not node])
 
     def _bind_outputs(
         self, node: torch.fx.Node, result: Any, new_nodes: set[ir.Node], fn: Callable[..., Any], plugin: str
@@ -388,6 +401,11 @@ def _all_call_nodes(gm: torch.fx.GraphModule) -> Any:
             sub = _fetch_attr(gm, node.target)
             if isinstance(sub, torch.fx.GraphModule):
                 yield from _all_call_nodes(sub)
+
+
+def _is_random(node: torch.fx.Node) -> bool:
+    target = node.target
+    return isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
 
 
 def _describe(fn: Callable[..., Any]) -> str:

@@ -1,0 +1,236 @@
+"""One export of one model by one exporter, in its own process; writes one JSON record.
+
+    python benchmarks/worker.py MODEL EXPORTER OUT.json [--runs N] [--dir DIR]
+
+EXPORTER is ``pt2onnx``, ``pt2onnx+ort`` (with the onnxruntime fusion pack) or
+``torch.onnx`` (``torch.onnx.export(dynamo=True)``). The run: build the model, run it
+eagerly on both input sets (reference outputs and eager latency), warm both exporters'
+one-time initialization up on a tiny module, reset the process's peak RSS, export and
+save (timed, peak RSS growth measured), then load the file in onnxruntime with one
+intra-op thread: latency and the difference to eager on both input sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+import torch.utils._pytree as pytree
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from models import Case, build
+
+WARMUP = 3
+ORT_PLUGIN = "ort"  # the plugin name of the pt2onnx-ort pack (contrib/ort)
+
+
+# -- memory --------------------------------------------------------------------------
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _reset_peak_rss() -> None:
+    # Linux: writing 5 to clear_refs resets VmHWM (the peak RSS) to the current RSS.
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+# -- exporters -----------------------------------------------------------------------
+
+
+def _pt2onnx_kwargs(exporter: str) -> dict[str, Any]:
+    from pt2onnx.plugin_manager import load_plugins
+
+    has_ort = ORT_PLUGIN in load_plugins(None).plugins
+    if exporter == "pt2onnx+ort":
+        if not has_ort:
+            raise RuntimeError(f"the pt2onnx-ort pack (plugin {ORT_PLUGIN!r}) is not installed")
+        return {}
+    return {"disable": [ORT_PLUGIN]} if has_ort else {}
+
+
+def export(case: Case, exporter: str, path: Path, **options: Any) -> dict[str, Any]:
+    """Export ``case`` to ``path``; returns exporter-specific details."""
+    if exporter.startswith("pt2onnx"):
+        import pt2onnx
+
+        result = pt2onnx.export(
+            case.model,
+            (),
+            case.inputs,
+            dynamic_shapes=case.dynamic_shapes,
+            f=path,
+            **_pt2onnx_kwargs(exporter),
+            **options,
+        )
+        report = result.report
+        return {
+            "phases": dict(report.timings),
+            "retraced": report.retraced,
+            "decompose_reason": report.decompose_reason,
+            "nodes_translated": report.nodes_translated,
+            "nodes_final": report.nodes_final,
+            "passes": [
+                {"name": p.name, "removed": p.removed, "seconds": p.seconds, "nodes_after": p.nodes_after}
+                for p in report.passes
+            ],
+        }
+    if exporter == "torch.onnx":
+        program = torch.onnx.export(
+            case.model, (), kwargs=case.inputs, dynamic_shapes=case.dynamic_shapes, dynamo=True, verbose=False
+        )
+        program.save(str(path))
+        return {}
+    raise ValueError(f"unknown exporter {exporter!r}")
+
+
+def _warm_up(exporter: str, directory: Path) -> None:
+    """Pay the exporter's one-time costs (lazy imports, first torch.export) on a tiny module."""
+    from models import mlp
+
+    tiny = mlp()
+    export(tiny, exporter, directory / "warmup.onnx")
+
+
+# -- measuring -----------------------------------------------------------------------
+
+
+def _leaves(out: Any) -> list[torch.Tensor]:
+    return [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+
+def _median_seconds(fn: Any, runs: int) -> float:
+    for _ in range(WARMUP):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def count_nodes(path: Path) -> dict[str, int]:
+    """Nodes of the saved model: main graph, inside subgraphs, inside local functions."""
+    model = onnx.load(str(path), load_external_data=False)
+
+    def walk(nodes: Any) -> int:
+        total = 0
+        for node in nodes:
+            total += 1
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    total += walk(attr.g.node)
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    total += sum(walk(g.node) for g in attr.graphs)
+        return total
+
+    top = len(model.graph.node)
+    graph = walk(model.graph.node)
+    functions = sum(walk(f.node) for f in model.functions)
+    return {"top": top, "subgraphs": graph - top, "functions": functions, "total": graph + functions}
+
+
+def _session(path: Path) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _max_abs(expected: list[torch.Tensor], got: list[np.ndarray]) -> float:
+    if len(expected) != len(got):
+        raise AssertionError(f"{len(got)} ONNX outputs, {len(expected)} eager outputs")
+    worst = 0.0
+    for e, g in zip(expected, got):
+        g = torch.from_numpy(np.asarray(g))
+        if tuple(e.shape) != tuple(g.shape):
+            raise AssertionError(f"output shape {tuple(g.shape)} != eager {tuple(e.shape)}")
+        if e.numel():
+            worst = max(worst, (e.double() - g.double()).abs().max().item())
+    return worst
+
+
+def measure(name: str, exporter: str, directory: Path, runs: int, warm_up: bool = True) -> dict[str, Any]:
+    """Everything the benchmark records for ``name`` exported by ``exporter``."""
+    record: dict[str, Any] = {"model": name, "exporter": exporter, "ok": False}
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    case = build(name)
+    record["family"] = case.family
+    record["parameters"] = sum(p.numel() for p in case.model.parameters())
+    with torch.inference_mode():
+        expected = [_leaves(case.model(**case.inputs)), _leaves(case.model(**case.second))]
+        record["eager_latency_s"] = _median_seconds(lambda: case.model(**case.inputs), runs)
+    path = directory / f"{name}.{exporter}.onnx"
+    if warm_up:
+        try:
+            _warm_up(exporter, directory)
+        except Exception:  # noqa: BLE001
+            record["warmup_error"] = traceback.format_exc(limit=3)[-2000:]
+    gc.collect()
+    _reset_peak_rss()
+    rss_before = _status_kib("VmRSS")
+    start = time.perf_counter()
+    try:
+        record.update(export(case, exporter, path))
+    except Exception as e:  # noqa: BLE001
+        record["export_s"] = time.perf_counter() - start
+        record["error"] = f"{type(e).__name__}: {e}"[:4000]
+        unsupported = getattr(e, "unsupported", None)
+        if unsupported:
+            record["unsupported_ops"] = sorted(unsupported)
+        return record
+    record["export_s"] = time.perf_counter() - start
+    record["peak_rss_growth_mb"] = (_status_kib("VmHWM") - rss_before) / 1024
+    record["nodes"] = count_nodes(path)
+    record["file_mb"] = sum(p.stat().st_size for p in directory.glob(f"{path.name}*")) / 2**20
+    try:
+        session = _session(path)
+        input_names = [i.name for i in session.get_inputs()]
+        diffs = []
+        for inputs, reference in zip((case.inputs, case.second), expected):
+            feeds = {n: inputs[n].numpy() for n in input_names}
+            diffs.append(_max_abs(reference, session.run(None, feeds)))
+        record["max_abs_diff"], record["max_abs_diff_second"] = diffs
+        feeds = {n: case.inputs[n].numpy() for n in input_names}
+        record["ort_latency_s"] = _median_seconds(lambda: session.run(None, feeds), runs)
+    except Exception as e:  # noqa: BLE001
+        record["error"] = f"onnxruntime: {type(e).__name__}: {e}"[:4000]
+        return record
+    record["ok"] = True
+    return record
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model")
+    parser.add_argument("exporter", choices=["pt2onnx", "pt2onnx+ort", "torch.onnx"])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--runs", type=int, default=20, help="latency runs after warm-up (median reported)")
+    parser.add_argument("--dir", type=Path, default=None, help="where the .onnx files go (default: beside OUT)")
+    parser.add_argument("--no-warmup", action="store_true", help="measure the exporter cold")
+    args = parser.parse_args()
+    directory = args.dir or args.out.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    record = measure(args.model, args.exporter, directory, args.runs, warm_up=not args.no_warmup)
+    args.out.write_text(json.dumps(record, indent=1))
+
+
+if __name__ == "__main__":
+    main()
