@@ -67,12 +67,14 @@ def retrace_reason(program: ExportedProgram, registry: Registry) -> str | None:
 
 
 def _undecomposable(program: ExportedProgram, registry: Registry, table: Any) -> list[str]:
-    """torch ops of the program that no plugin converts and no decomposition would remove."""
+    """torch ops of the program that no plugin converts and no re-trace would remove."""
     found = set()
     for node in _call_nodes(program.graph_module):
         target = node.target
         if not isinstance(target, torch._ops.OpOverload) or target.namespace not in ("aten", "prims"):
             continue
+        if target._schema.is_mutable:
+            continue  # functionalization replaces it
         if registry.lookup(target) is not None or target in table:
             continue
         if target.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
