@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
 import pt2onnx
-from models import MLP
-from pt2onnx.errors import CaptureError, SaveError, UnsupportedOpsError
+from pt2onnx.errors import CaptureError, UnsupportedOpsError
 
 
 class UsesUnconvertedOps(torch.nn.Module):
@@ -40,36 +37,3 @@ def test_capture_failure_names_the_phase_and_suggests_a_fix():
         pt2onnx.export(DataDependent(), (torch.randn(3),))
     assert str(info.value).startswith("[capture]")
     assert "torch.cond" in str(info.value)
-
-
-def test_failed_save_leaves_no_partial_file(tmp_path, monkeypatch):
-    result = pt2onnx.export(MLP().eval(), (torch.randn(2, 8),))
-    target = tmp_path / "model.onnx"
-
-    def broken_save(*args, **kwargs):
-        path = args[1]
-        with open(path, "wb") as f:
-            f.write(b"partial")
-        raise OSError("disk full")
-
-    monkeypatch.setattr("onnx_ir.save", broken_save)
-    with pytest.raises(SaveError):
-        result.save(target)
-    assert os.listdir(tmp_path) == []
-
-
-def test_save_then_load_round_trips(tmp_path):
-    import onnxruntime as ort
-
-    x = torch.randn(2, 8)
-    result = pt2onnx.export(MLP().eval(), (x,))
-    path = tmp_path / "mlp.onnx"
-    result.save(path)
-    session = ort.InferenceSession(str(path))
-    (got,) = session.run(None, {"x": x.numpy()})
-    torch.testing.assert_close(torch.from_numpy(got), result.run(x))
-    result.save(tmp_path / "external.onnx", external_data=True)
-    assert (tmp_path / "external.onnx.data").exists()
-    session = ort.InferenceSession(str(tmp_path / "external.onnx"))
-    (got,) = session.run(None, {"x": x.numpy()})
-    torch.testing.assert_close(torch.from_numpy(got), result.run(x))
