@@ -38,11 +38,13 @@ def attention_cases(draw):
     v = draw(tensors((*batch, S, Ev), dtype))
     kind = draw(st.sampled_from(["none", "bool", "float", "causal"]))
     mask = None
+    # Full masks, and masks broadcast over the queries (a padding mask: one row for all).
+    mask_shapes = [(L, S), (1, S), (*qb, L, S), (*qb[:-1], *([1] if qb else []), 1, S)]
     if kind == "bool":
-        mask = draw(tensors((L, S), torch.bool))
-        mask[:, 0] = True  # every query keeps a key: torch and ONNX differ on rows masked out entirely
+        mask = draw(tensors(draw(st.sampled_from(mask_shapes)), torch.bool))
+        mask[..., 0] = True  # every query keeps a key: torch and ONNX differ on rows masked out entirely
     elif kind == "float":
-        mask = draw(tensors(draw(st.sampled_from([(L, S), (*qb, L, S)])), dtype))
+        mask = draw(tensors(draw(st.sampled_from(mask_shapes)), dtype))
     scale = draw(st.sampled_from([None, 0.3]))
     return q, k, v, mask, dict(is_causal=kind == "causal", scale=scale, enable_gqa=gqa)
 

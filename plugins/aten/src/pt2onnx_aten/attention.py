@@ -63,6 +63,15 @@ def _explicit(op, q, k, v, mask, is_causal, scale):
     return op.MatMul(op.Softmax(scores, axis=-1), v)
 
 
+def _mask_rows(op, mask, query):
+    """The mask with a row per query: onnxruntime's ``Attention`` does not broadcast a
+    ``(..., 1, S)`` mask over the queries, though the ONNX spec allows it."""
+    if mask.shape[-2] == query.shape[-2]:
+        return mask
+    ones = op.constant([1] * (op.rank_of(mask) - 2), D.INT64)
+    return op.Expand(mask, op.Concat(ones, op.Shape(query, start=-2, end=-1), op.constant([1]), axis=0))
+
+
 @converter("aten::scaled_dot_product_attention.default")
 def scaled_dot_product_attention(
     op, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
@@ -83,7 +92,7 @@ def scaled_dot_product_attention(
         attrs = {"is_causal": int(is_causal)}
         if scale is not None:
             attrs["scale"] = float(scale)
-        inputs = [query, key, value] if attn_mask is None else [query, key, value, attn_mask]
+        inputs = [query, key, value] if attn_mask is None else [query, key, value, _mask_rows(op, attn_mask, query)]
         return op.Attention(*inputs, **attrs)
 
     bool_mask = attn_mask is not None and attn_mask.dtype == D.BOOL
