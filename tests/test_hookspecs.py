@@ -20,6 +20,7 @@ def test_there_are_hooks_for_every_kind_of_registration():
         "pt2onnx_register_custom_ops",
         "pt2onnx_register_decompositions",
         "pt2onnx_register_lowerings",
+        "pt2onnx_register_rewrites",
     ]
 
 
@@ -40,6 +41,7 @@ def test_every_hook_is_implemented_by_some_installed_plugin(hook):
         "pt2onnx_register_custom_ops": "custom_op",
         "pt2onnx_register_decompositions": "keep",
         "pt2onnx_register_lowerings": "lowering",
+        "pt2onnx_register_rewrites": "rewrite",
     }
     registry = session_registry()
     assert any(r.kind == kinds[hook] for r in registry.registrations), f"no installed plugin uses {hook}"

@@ -6,6 +6,7 @@ import onnx_ir as ir
 import torch
 
 import pt2onnx
+from pt2onnx.optimize import optimize, select_passes
 
 
 class RMSNormLinear(torch.nn.Module):
@@ -62,4 +63,31 @@ def test_equal_initializers_are_merged():
     x = torch.randn(3, 4)
     result = pt2onnx.export(TwoTables().eval(), (x,))
     assert len(result.model.graph.initializers) == 2
+    assert result.verify(x).ok
+
+
+def test_reshapes_proven_no_ops_by_their_symbolic_shapes_are_dropped():
+    # The target shape is only known at run time (a graph input here; in transformers a
+    # Concat of sizes read off another tensor), so constant folding cannot tell; the
+    # shapes torch recorded, named dims included, prove the Reshape changes nothing.
+    batch, seq = ir.SymbolicDim("batch"), ir.SymbolicDim("seq")
+    x = ir.Value(name="x", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape([batch, 3, seq]))
+    target = ir.Value(name="target", type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape([3]))
+    same = ir.Node("", "Reshape", [x, target], num_outputs=1)
+    same.outputs[0].name, same.outputs[0].type, same.outputs[0].shape = "same", x.type, ir.Shape([batch, 3, seq])
+    other = ir.Node("", "Reshape", [same.outputs[0], target], num_outputs=1)  # to an unknown shape: kept
+    other.outputs[0].name, other.outputs[0].type = "y", x.type
+    graph = ir.Graph([x, target], other.outputs, nodes=[same, other], opset_imports={"": 21})
+    model = ir.Model(graph, ir_version=10)
+    effects = optimize(model, select_passes(["simplify_reshapes"]))
+    assert [n.op_type for n in model.graph] == ["Reshape"] and effects[0].removed == 1
+    assert model.graph.node(0).inputs[0] is x
+
+
+def test_constants_end_up_as_initializers():
+    x = torch.randn(2, 5, 8)
+    result = pt2onnx.export(RMSNormLinear().eval(), (x,), optimize={"fuse_rms_norm": False})
+    assert "Constant" not in _ops(result)
+    kept = pt2onnx.export(RMSNormLinear().eval(), (x,), optimize={"fuse_rms_norm": False, "lift_constants": False})
+    assert "Constant" in _ops(kept)
     assert result.verify(x).ok

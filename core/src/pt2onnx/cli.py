@@ -30,14 +30,14 @@ def _cmd_plugins(registry: Registry, _: argparse.Namespace) -> int:
     plugin_set = registry.plugin_set
     grouped = registry.by_plugin()
     print(
-        f"{'plugin':<28} {'layer':<10} {'distribution':<22} {'version':<9} converters lowerings custom_ops decompositions keeps"
+        f"{'plugin':<28} {'layer':<10} {'distribution':<22} {'version':<9} converters lowerings custom_ops decompositions keeps rewrites"
     )
     for info in sorted(plugin_set.plugins.values(), key=lambda p: (-p.layer, p.name)):
         kinds = Counter(r.kind for r in grouped.get(info.name, []))
         print(
             f"{info.name:<28} {info.layer!s:<10} {info.distribution or '-':<22} {info.version or '-':<9} "
             f"{kinds['converter']:>10} {kinds['lowering']:>9} {kinds['custom_op']:>10} "
-            f"{kinds['decomposition']:>14} {kinds['keep']:>5}"
+            f"{kinds['decomposition']:>14} {kinds['keep']:>5} {kinds['rewrite']:>8}"
         )
         for entry in registry.overrides(info.name):
             shadowed = ", ".join(f"{s.plugin} [{s.layer}]" for s in entry.shadowed if s.plugin != info.name)

@@ -82,12 +82,12 @@ def export(
         ``.verify()`` and ``.report``.
     """
     report = Report()
-    passes = select_passes(optimize)
     report.opset = target_opset = check_opset(opset)
 
     with report.phase("plugins"):
         plugin_set = load_plugins(plugins, disable=disable)
         registry = build_registry(plugin_set)
+        passes = select_passes(optimize, {name: e.winner.fn for name, e in registry.rewrites.items() if e.winner.fn})
     report.plugins = list(plugin_set.plugins.values())
     report.broken_plugins = list(plugin_set.broken)
 

@@ -17,8 +17,8 @@ registrations of one op in the same layer are an error unless one says
 2. the user's project: ``[tool.pt2onnx] plugins = ["mypkg.overrides"]`` in the first
    ``pyproject.toml`` found from the current directory upward;
 3. installed packs: entry points in the group ``pt2onnx``;
-4. builtin packs (``pt2onnx-aten``, ``pt2onnx-hops``, ``pt2onnx-decomp``): also entry
-   points, found exactly as an installed pack is.
+4. builtin packs (``pt2onnx-aten``, ``pt2onnx-hops``, ``pt2onnx-decomp``,
+   ``pt2onnx-fusions``): also entry points, found exactly as an installed pack is.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         CustomOpRegistrar,
         DecompositionRegistrar,
         LoweringRegistrar,
+        RewriteRegistrar,
     )
 
 __all__ = ["hookimpl", "hookspec"]
@@ -102,4 +103,22 @@ def pt2onnx_register_decompositions(register: DecompositionRegistrar) -> None:
     (``register.keep(op)``), plus the decompositions plugins add
     (``register.decompose(op, fn)``, which also forces an op to be decomposed even
     where a converter exists).
+    """
+
+
+@hookspec
+def pt2onnx_register_rewrites(register: RewriteRegistrar) -> None:
+    """Register rewrites of the assembled ONNX model: fusions that span several nodes.
+
+    A converter sees one FX node; a pattern such as rotary embedding or attention with
+    its head reshapes spans many, so it is rewritten on the ONNX graph after translation.
+    ``register.rewrite(name, fn)`` registers ``fn(model)``, which rewrites an
+    ``onnx_ir.Model`` in place and must keep its numerics and its inputs and outputs.
+
+    Rewrites run in the optimize phase after the core's clean-up passes (constant
+    folding, identity elimination, reshape simplification, CSE), so patterns meet a
+    canonical graph, and before dead-code removal, so a rewrite need not delete what it
+    bypasses. Each is a pass of its own in the report, switched off with
+    ``optimize={name: False}``. A rewrite targets an opset: check
+    ``model.opset_imports[""]`` and leave the model as it is when the op it emits is newer.
     """

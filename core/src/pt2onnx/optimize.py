@@ -21,7 +21,7 @@ from onnx_ir.tensor_adapters import TorchTensor
 
 from .errors import OptimizationError
 
-__all__ = ["PASSES", "PassEffect", "optimize", "select_passes"]
+__all__ = ["CLEANUP_PASSES", "FINISHING_PASSES", "PassEffect", "optimize", "select_passes"]
 
 
 def _transposed(tensor: ir.TensorProtocol, perm: tuple[int, ...]) -> ir.TensorProtocol:
@@ -90,51 +90,7 @@ def _rewrite(model: ir.Model) -> None:
         if ops is None or ops <= present:
             rules.append(rule)
     onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=rules)
-
-
-def _scalar(value: ir.Value | None) -> float | None:
-    tensor = value.const_value if value is not None else None
-    if tensor is None or tensor.size != 1:
-        return None
-    return float(tensor.numpy().reshape(()))
-
-
-def _rms_norm_pattern(op: Any, x: ir.Value, two: ir.Value, axes: ir.Value, eps: ir.Value, weight: ir.Value) -> Any:
-    # What ``weight * (x * rsqrt(mean(x ** 2, -1, keepdim=True) + eps))`` translates to.
-    inverse = op.Reciprocal(op.Sqrt(op.Add(op.ReduceMean(op.Pow(x, two), axes, keepdims=1), eps)))
-    return op.Mul(weight, op.Mul(x, inverse))
-
-
-def _is_rms_norm(
-    context: Any, x: ir.Value, two: ir.Value, axes: ir.Value, eps: ir.Value, weight: ir.Value, **_: Any
-) -> bool:
-    rank = x.shape.rank() if x.shape is not None else None
-    axis = axes.const_value.numpy().reshape(-1).tolist() if axes.const_value is not None else None
-    return (
-        rank is not None
-        and axis in ([-1], [rank - 1])
-        and _scalar(two) == 2.0
-        and _scalar(eps) is not None
-        and weight.shape is not None
-        and weight.shape.rank() == 1
-        and x.dtype in (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE)
-    )
-
-
-def _rms_norm(op: Any, x: ir.Value, two: ir.Value, axes: ir.Value, eps: ir.Value, weight: ir.Value, **_: Any) -> Any:
-    return op.RMSNormalization(x, weight, axis=-1, epsilon=_scalar(eps))
-
-
-_RMS_NORM = onnxscript.rewriter.RewriteRuleSet(
-    [onnxscript.rewriter.RewriteRule(_rms_norm_pattern, _rms_norm, _is_rms_norm, name="RMSNormalization")],
-    commute=True,
-)
-
-
-def _fuse_rms_norm(model: ir.Model) -> None:
-    """The RMS norm transformers write by hand (Llama, T5, ...) as one ``RMSNormalization`` (opset 23)."""
-    if model.opset_imports.get("", 0) >= 23:
-        onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=_RMS_NORM)
+    _IdentityElimination()(model)  # the rules leave ``Identity`` where they prove a node a no-op
 
 
 class _IdentityElimination(common_passes.IdentityEliminationPass):
@@ -152,6 +108,36 @@ class _IdentityElimination(common_passes.IdentityEliminationPass):
             if source is None or source.is_graph_output() or producer is None or producer.graph is not node.graph:
                 return False
         return bool(super()._try_eliminate_identity_node(node))
+
+
+def _same_dims(a: ir.Shape | None, b: ir.Shape | None) -> bool:
+    """Whether two shapes are provably equal: same rank, each dim the same int or the same named symbol."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, int) or isinstance(y, int):
+            if x != y:
+                return False
+        elif x.value is None or x.value != y.value:
+            return False
+    return True
+
+
+def _simplify_reshapes(model: ir.Model) -> None:
+    """Drop every ``Reshape`` whose output shape is provably its input shape.
+
+    torch's views often restate the shape a tensor already has (``view(b, h, s, d)`` on a
+    ``(b, h, s, d)`` tensor); the shapes torch recorded prove it, symbolic dims included.
+    """
+    nodes = [*model.graph.all_nodes(), *(n for f in model.functions.values() for n in f.all_nodes())]
+    for node in nodes:
+        if node.op_type != "Reshape" or node.domain != "" or node.outputs[0].is_graph_output():
+            continue
+        source, out = node.inputs[0], node.outputs[0]
+        if source is not None and _same_dims(source.shape, out.shape):
+            out.replace_all_uses_with(source)
+            assert node.graph is not None
+            node.graph.remove(node, safe=True)
 
 
 def _sample(value: ir.Value) -> bytes:
@@ -193,21 +179,32 @@ def _deduplicate_initializers(model: ir.Model) -> None:
                 graph.initializers.pop(value.name)  # type: ignore[arg-type]
 
 
+def _lift_constants(model: ir.Model) -> None:
+    """``Constant`` nodes become initializers, as weights are: one form for every constant."""
+    common_passes.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0)(model)
+
+
 def _remove_unused(model: ir.Model) -> None:
     common_passes.RemoveUnusedNodesPass()(model)
     common_passes.RemoveUnusedFunctionsPass()(model)
     common_passes.RemoveUnusedOpsetsPass()(model)
 
 
-#: The passes in the order they run: name -> function(model), mutating in place.
-PASSES: dict[str, Callable[[ir.Model], object]] = {
+#: Core passes run before the plugins' rewrites: they bring the graph into the canonical
+#: form the rewrites' patterns expect.
+CLEANUP_PASSES: dict[str, Callable[[ir.Model], object]] = {
     "fold_weight_transposes": _fold_weight_transposes,
     "constant_folding": _fold_constants,
     "identity_elimination": _IdentityElimination(),
+    "simplify_reshapes": _simplify_reshapes,
     "cse": common_passes.CommonSubexpressionEliminationPass(),
-    "fuse_rms_norm": _fuse_rms_norm,
     "rewrite": _rewrite,
+}
+
+#: Core passes run after the plugins' rewrites: they drop what the rewrites bypassed.
+FINISHING_PASSES: dict[str, Callable[[ir.Model], object]] = {
     "remove_unused": _remove_unused,
+    "lift_constants": _lift_constants,
     "deduplicate_initializers": _deduplicate_initializers,
 }
 
@@ -232,34 +229,43 @@ def count_nodes(model: ir.Model) -> int:
     return total + sum(sum(1 for _ in f.all_nodes()) for f in model.functions.values())
 
 
-def select_passes(optimize: bool | Iterable[str] | Mapping[str, bool]) -> list[str]:
-    """The pass names to run for the ``optimize=`` argument of :func:`pt2onnx.export`.
+def select_passes(
+    optimize: bool | Iterable[str] | Mapping[str, bool],
+    rewrites: Mapping[str, Callable[[ir.Model], object]] | None = None,
+) -> list[tuple[str, Callable[[ir.Model], object]]]:
+    """The passes to run, in order, for the ``optimize=`` argument of :func:`pt2onnx.export`.
 
+    The plugins' ``rewrites`` run between the core's clean-up and finishing passes.
     ``True``: all; ``False``: none; a list of names: those; a mapping ``{name: bool}``:
     all, with those switched as given.
     """
+    rewrites = dict(rewrites or {})
+    clashing = sorted(set(rewrites) & (set(CLEANUP_PASSES) | set(FINISHING_PASSES)))
+    if clashing:
+        raise ValueError(f"plugin rewrite(s) {clashing} take the name of a core pass; rename them")
+    table = {**CLEANUP_PASSES, **rewrites, **FINISHING_PASSES}
     if optimize is True:
-        return list(PASSES)
-    if optimize is False:
-        return []
-    if isinstance(optimize, Mapping):
-        chosen = {name: True for name in PASSES} | dict(optimize)
+        chosen = dict.fromkeys(table, True)
+    elif optimize is False:
+        chosen = {}
+    elif isinstance(optimize, Mapping):
+        chosen = dict.fromkeys(table, True) | dict(optimize)
     else:
         chosen = dict.fromkeys(optimize, True)
-    unknown = sorted(set(chosen) - set(PASSES))
+    unknown = sorted(set(chosen) - set(table))
     if unknown:
-        raise ValueError(f"unknown optimization pass(es) {unknown}; known: {list(PASSES)}")
-    return [name for name in PASSES if chosen.get(name)]
+        raise ValueError(f"unknown optimization pass(es) {unknown}; known: {list(table)}")
+    return [(name, fn) for name, fn in table.items() if chosen.get(name)]
 
 
-def optimize(model: ir.Model, passes: Iterable[str]) -> list[PassEffect]:
-    """Run ``passes`` over ``model`` in place; returns what each did."""
+def optimize(model: ir.Model, passes: Iterable[tuple[str, Callable[[ir.Model], object]]]) -> list[PassEffect]:
+    """Run ``passes`` (name, function) over ``model`` in place; returns what each did."""
     effects = []
-    for name in passes:
+    for name, run in passes:
         before = count_nodes(model)
         start = time.perf_counter()
         try:
-            PASSES[name](model)
+            run(model)
         except Exception as e:
             raise OptimizationError(
                 f"pass {name!r} failed: {type(e).__name__}: {e}",

@@ -30,6 +30,7 @@ from .registration import (
     CustomOpRegistrar,
     DecompositionRegistrar,
     LoweringRegistrar,
+    RewriteRegistrar,
     converter,
     lowering,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "DecompositionRegistrar",
     "LoweringRegistrar",
     "Op",
+    "RewriteRegistrar",
     "UnsupportedArgumentError",
     "converter",
     "hookimpl",

@@ -39,7 +39,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "pt2onnx"
 DISABLE_AUTOLOAD_ENV = "PT2ONNX_DISABLE_PLUGIN_AUTOLOAD"
 #: Distributions whose entry points form the builtin layer.
-BUILTIN_DISTRIBUTIONS = frozenset({"pt2onnx-aten", "pt2onnx-hops", "pt2onnx-decomp"})
+BUILTIN_DISTRIBUTIONS = frozenset({"pt2onnx-aten", "pt2onnx-hops", "pt2onnx-decomp", "pt2onnx-fusions"})
 
 PluginSpec = str | ModuleType | object
 

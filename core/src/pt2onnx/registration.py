@@ -25,13 +25,14 @@ __all__ = [
     "Layer",
     "LoweringRegistrar",
     "Registration",
+    "RewriteRegistrar",
     "converter",
     "lowering",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-Kind = Literal["converter", "lowering", "custom_op", "decomposition", "keep"]
+Kind = Literal["converter", "lowering", "custom_op", "decomposition", "keep", "rewrite"]
 
 _TAG = "__pt2onnx_registrations__"
 
@@ -50,7 +51,7 @@ class Layer(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Registration:
-    """One thing one plugin registered for one op."""
+    """One thing one plugin registered for one op (for a rewrite: under the rewrite's name)."""
 
     op: str
     kind: Kind
@@ -210,6 +211,22 @@ class DecompositionRegistrar(_Registrar):
     def decompose(self, op: OpRef, fn: Callable[..., Any], *, override: bool = False) -> None:
         """Decompose ``op`` with ``fn`` (a Python function over torch ops) before translation."""
         self._sink.add("decomposition", op, fn, override)
+
+
+class RewriteRegistrar(_Registrar):
+    """Handed to ``pt2onnx_register_rewrites``."""
+
+    def rewrite(self, name: str, fn: Callable[[ir.Model], object], *, override: bool = False) -> None:
+        """Register ``fn(model)``, which rewrites the assembled ``onnx_ir.Model`` in place, as the pass ``name``.
+
+        ``name`` is how the report lists the pass and how ``optimize={name: False}``
+        switches it off; a higher layer registering the same name replaces it.
+        """
+        if not name.isidentifier():
+            raise ValueError(f"plugin {self.plugin!r}: rewrite name {name!r} is not an identifier")
+        if not callable(fn):
+            raise TypeError(f"plugin {self.plugin!r}: rewrite {name!r} is not callable: {fn!r}")
+        self._sink.registrations.append(Registration(name, "rewrite", fn, self.plugin, self._sink.layer, override))
 
 
 def _single_node(

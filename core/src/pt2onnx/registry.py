@@ -21,6 +21,7 @@ from .registration import (
     DecompositionRegistrar,
     LoweringRegistrar,
     Registration,
+    RewriteRegistrar,
     _Registrar,
     _Sink,
 )
@@ -32,6 +33,7 @@ _HOOKS: tuple[tuple[str, type[_Registrar]], ...] = (
     ("pt2onnx_register_lowerings", LoweringRegistrar),
     ("pt2onnx_register_custom_ops", CustomOpRegistrar),
     ("pt2onnx_register_decompositions", DecompositionRegistrar),
+    ("pt2onnx_register_rewrites", RewriteRegistrar),
 )
 
 
@@ -82,21 +84,26 @@ def _most_specific(op: str, entries: Sequence[Entry]) -> Entry | None:
 
 
 class Registry:
-    """Every op's converter or lowering, decomposition and keep entry, resolved."""
+    """Every op's converter or lowering, decomposition and keep entry, and the rewrites, resolved."""
 
     def __init__(self, plugin_set: PluginSet, registrations: Iterable[Registration]) -> None:
         self.plugin_set = plugin_set
         self.registrations = list(registrations)
         translating: dict[str, list[Registration]] = defaultdict(list)
         decomposing: dict[str, list[Registration]] = defaultdict(list)
+        rewriting: dict[str, list[Registration]] = defaultdict(list)
         self.kept: set[str] = set()
         for r in self.registrations:
             if r.converts:
                 translating[r.op].append(r)
             elif r.kind == "decomposition":
                 decomposing[r.op].append(r)
+            elif r.kind == "rewrite":
+                rewriting[r.op].append(r)
             else:
                 self.kept.add(r.op)
+        #: Rewrite passes by name, in the order their names were first registered.
+        self.rewrites = {name: _resolve(name, regs) for name, regs in rewriting.items()}
         self.converters = {op: _resolve(op, regs) for op, regs in translating.items()}
         self._lookup_cache: dict[str, Entry | None] = {}
         self.decompositions = {op: _resolve(op, regs) for op, regs in decomposing.items()}
@@ -152,7 +159,7 @@ class Registry:
         """The entries where ``plugin`` wins over registrations of other plugins."""
         return [
             e
-            for table in (self.converters, self.decompositions)
+            for table in (self.converters, self.decompositions, self.rewrites)
             for e in table.values()
             if e.winner.plugin == plugin and any(s.plugin != plugin for s in e.shadowed)
         ]

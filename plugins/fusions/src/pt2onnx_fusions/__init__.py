@@ -1,0 +1,34 @@
+"""pt2onnx-fusions: rewrites that fuse multi-node patterns of the translated graph into standard ONNX ops.
+
+A converter sees one FX node. The patterns here span several: the RMS norm, tanh-GELU
+and rotary embedding that transformers write out by hand, the head reshapes and
+key/value repetition around attention, the index grids of vmapped mask builders, and
+the reshapes around a ``Gemm`` on flattened rows.
+Each is a rewrite pass of its own (see ``pt2onnx_register_rewrites``), in the report
+and switchable with ``optimize={name: False}``; each leaves the model unchanged when
+the target opset lacks the op it emits.
+"""
+
+from __future__ import annotations
+
+from pt2onnx.plugin import RewriteRegistrar, hookimpl
+
+from .attention import fuse_attention_heads, fuse_repeated_kv
+from .flat_gemm import unflatten_gemm
+from .rms_norm import fuse_rms_norm
+from .rotary import fuse_rotary_embedding
+
+#: The rewrites in the order they run: later ones match what earlier ones produced.
+REWRITES = {
+    "fuse_rms_norm": fuse_rms_norm,
+    "fuse_rotary_embedding": fuse_rotary_embedding,
+    "fuse_repeated_kv": fuse_repeated_kv,
+    "fuse_attention_heads": fuse_attention_heads,
+    "unflatten_gemm": unflatten_gemm,
+}
+
+
+@hookimpl
+def pt2onnx_register_rewrites(register: RewriteRegistrar) -> None:
+    for name, fn in REWRITES.items():
+        register.rewrite(name, fn)

@@ -1,0 +1,50 @@
+"""The RMS norm transformers write by hand (Llama, T5, ...) as one ``RMSNormalization`` (opset 23)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx_ir as ir
+import onnxscript.rewriter
+
+from .graph import onnx_opset, scalar
+
+__all__ = ["fuse_rms_norm"]
+
+
+def _pattern(op: Any, x: ir.Value, two: ir.Value, axes: ir.Value, eps: ir.Value, weight: ir.Value) -> Any:
+    # What ``weight * (x * rsqrt(mean(x ** 2, -1, keepdim=True) + eps))`` translates to.
+    inverse = op.Reciprocal(op.Sqrt(op.Add(op.ReduceMean(op.Pow(x, two), axes, keepdims=1), eps)))
+    return op.Mul(weight, op.Mul(x, inverse))
+
+
+def _matches(
+    context: Any, x: ir.Value, two: ir.Value, axes: ir.Value, eps: ir.Value, weight: ir.Value, **_: Any
+) -> bool:
+    rank = x.shape.rank() if x.shape is not None else None
+    axis = axes.const_value.numpy().reshape(-1).tolist() if axes.const_value is not None else None
+    return (
+        rank is not None
+        and axis in ([-1], [rank - 1])
+        and scalar(two) == 2.0
+        and scalar(eps) is not None
+        and weight.shape is not None
+        and weight.shape.rank() == 1
+        and x.dtype in (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE)
+    )
+
+
+def _fused(op: Any, x: ir.Value, two: ir.Value, axes: ir.Value, eps: ir.Value, weight: ir.Value, **_: Any) -> Any:
+    return op.RMSNormalization(x, weight, axis=-1, epsilon=scalar(eps))
+
+
+_RULES = onnxscript.rewriter.RewriteRuleSet(
+    [onnxscript.rewriter.RewriteRule(_pattern, _fused, _matches, name="RMSNormalization")],
+    commute=True,
+)
+
+
+def fuse_rms_norm(model: ir.Model) -> None:
+    """Rewrite each hand-written RMS norm into ``RMSNormalization``."""
+    if onnx_opset(model) >= 23:
+        onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=_RULES)
