@@ -235,8 +235,8 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         "## pt2onnx phases (seconds)",
         "",
-        "| model | plugins | capture | decompose | translate | assemble | optimize | save | after capture / capture | re-traced |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| model | plugins | capture | decompose | translate | assemble | optimize | save | after capture / capture | re-traced | peak RSS +MB at end of capture / of export |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for model in data["models"]:
         r = _get(records, model, "pt2onnx")
@@ -247,8 +247,10 @@ def markdown(data: dict[str, Any]) -> str:
         cells = [
             _fmt(p.get(k), 3) for k in ("plugins", "capture", "decompose", "translate", "assemble", "optimize", "save")
         ]
+        memory = r.get("phase_peak_rss_growth_mb", {})
         lines.append(
-            f"| {model} | {' | '.join(cells)} | {_fmt(_ratio(after, p.get('capture')))} | {r.get('retraced')} |"
+            f"| {model} | {' | '.join(cells)} | {_fmt(_ratio(after, p.get('capture')))} | {r.get('retraced')} | "
+            f"{_fmt(memory.get('capture'), 1)} / {_fmt(r.get('peak_rss_growth_mb'), 1)} |"
         )
     lines += ["", "## Optimization passes of pt2onnx (nodes removed / ms)", ""]
     pass_names = list(

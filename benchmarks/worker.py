@@ -81,6 +81,7 @@ def export(case: Case, exporter: str, path: Path, **options: Any) -> dict[str, A
         report = result.report
         return {
             "phases": dict(report.timings),
+            "phase_peak_rss_mb": dict(report.peak_rss),
             "retraced": report.retraced,
             "decompose_reason": report.decompose_reason,
             "nodes_translated": report.nodes_translated,
@@ -198,6 +199,10 @@ def measure(name: str, exporter: str, directory: Path, runs: int, warm_up: bool 
         return record
     record["export_s"] = time.perf_counter() - start
     record["peak_rss_growth_mb"] = (_status_kib("VmHWM") - rss_before) / 1024
+    if "phase_peak_rss_mb" in record:
+        # Growth of the peak up to the end of each phase: how much of it capture alone takes.
+        before_mb = rss_before / 1024
+        record["phase_peak_rss_growth_mb"] = {k: v - before_mb for k, v in record.pop("phase_peak_rss_mb").items()}
     record["nodes"] = count_nodes(path)
     record["file_mb"] = sum(p.stat().st_size for p in directory.glob(f"{path.name}*")) / 2**20
     try:

@@ -28,7 +28,15 @@ RECORD_FIELDS = {
     "max_abs_diff",
     "max_abs_diff_second",
 }
-PT2ONNX_FIELDS = {"phases", "retraced", "decompose_reason", "nodes_translated", "nodes_final", "passes"}
+PT2ONNX_FIELDS = {
+    "phases",
+    "phase_peak_rss_growth_mb",
+    "retraced",
+    "decompose_reason",
+    "nodes_translated",
+    "nodes_final",
+    "passes",
+}
 PHASES = {"plugins", "capture", "decompose", "translate", "assemble", "optimize", "save"}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import resource
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,7 +13,13 @@ from typing import Any
 from .optimize import PassEffect
 from .plugin_manager import BrokenPlugin, PluginInfo
 
-__all__ = ["OpUsage", "Report"]
+__all__ = ["OpUsage", "Report", "peak_rss_mb"]
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,8 @@ class Report:
     """Everything an export did. ``str(report)`` is a readable summary."""
 
     timings: dict[str, float] = field(default_factory=dict)
+    #: The process's peak resident memory (MiB) at the end of each phase: where memory grew.
+    peak_rss: dict[str, float] = field(default_factory=dict)
     capture: str = ""
     capture_fallback: str | None = None
     retraced: bool = False
@@ -50,6 +60,7 @@ class Report:
             yield
         finally:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+            self.peak_rss[name] = peak_rss_mb()
 
     def provider(self, op: str) -> str | None:
         """The plugin that converted ``op`` (canonical name) in this export."""
@@ -66,6 +77,7 @@ class Report:
         lines.append(f"decompose: {'re-traced' if self.retraced else 'skipped'} ({self.decompose_reason})")
         lines.append(f"opset: {self.opset}; nodes: {self.nodes_translated} translated, {self.nodes_final} final")
         lines.append("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items()))
+        lines.append("peak RSS after: " + ", ".join(f"{k} {v:.0f} MiB" for k, v in self.peak_rss.items()))
         lines.append("ops:")
         for u in sorted(self.ops, key=lambda u: u.op):
             shadow = f" (shadows {', '.join(u.shadowed)})" if u.shadowed else ""
