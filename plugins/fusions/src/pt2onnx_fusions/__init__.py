@@ -15,12 +15,16 @@ from pt2onnx.plugin import RewriteRegistrar, hookimpl
 
 from .attention import fuse_attention_heads, fuse_repeated_kv
 from .flat_gemm import unflatten_gemm
+from .gelu import fuse_gelu_tanh
+from .index_grid import simplify_index_grids
 from .rms_norm import fuse_rms_norm
 from .rotary import fuse_rotary_embedding
 
 #: The rewrites in the order they run: later ones match what earlier ones produced.
 REWRITES = {
     "fuse_rms_norm": fuse_rms_norm,
+    "fuse_gelu_tanh": fuse_gelu_tanh,
+    "simplify_index_grids": simplify_index_grids,
     "fuse_rotary_embedding": fuse_rotary_embedding,
     "fuse_repeated_kv": fuse_repeated_kv,
     "fuse_attention_heads": fuse_attention_heads,

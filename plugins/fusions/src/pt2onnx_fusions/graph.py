@@ -17,7 +17,7 @@ __all__ = [
     "only_used_by",
     "produced_by",
     "prune",
-    "replace",
+    "replace_node",
     "replace_value",
     "same_dim",
     "scalar",
@@ -117,8 +117,18 @@ def new_node(
 
 
 def replace_value(old: ir.Value, new: ir.Value) -> None:
-    """Every use of ``old`` (graph outputs included, which keep their name) now reads ``new``; then prune ``old``."""
+    """Every use of ``old`` now reads ``new``; then prune ``old``.
+
+    A graph output keeps its name: ``new`` takes it over, unless ``new`` is a graph input
+    or initializer (its name is the model's interface), which an ``Identity`` then outputs.
+    """
     if old.is_graph_output():
+        if new.is_graph_input() or new.is_initializer() or new.is_graph_output():
+            identity = new_node("Identity", [new], like=old)
+            producer = old.producer()
+            assert producer is not None and producer.graph is not None
+            producer.graph.insert_after(producer, identity)
+            new = identity.outputs[0]
         name = old.name
         old.name = None
         new.name = name
@@ -143,7 +153,7 @@ def prune(value: ir.Value | None) -> None:
         prune(source)
 
 
-def replace(old: ir.Node, new: ir.Node) -> None:
+def replace_node(old: ir.Node, new: ir.Node) -> None:
     """Put ``new`` where the one-output node ``old`` was, computing its output, and prune what only ``old`` used.
 
     ``new``'s output takes over ``old``'s name, type and shape, also when it is a graph output.
