@@ -2,7 +2,8 @@
 
 A converter sees one FX node. The patterns here span several: the RMS norm, tanh-GELU
 and rotary embedding that transformers write out by hand, the head reshapes and
-key/value repetition around attention, the index grids of vmapped mask builders, and
+key/value repetition around attention, ``nn.MultiheadAttention``'s sequence-first
+layout, the index grids of vmapped mask builders, and
 the reshapes around a ``Gemm`` on flattened rows.
 Each is a rewrite pass of its own (see ``pt2onnx_register_rewrites``), in the report
 and switchable with ``optimize={name: False}``; each leaves the model unchanged when
@@ -17,6 +18,7 @@ from .attention import fuse_attention_heads, fuse_repeated_kv
 from .flat_gemm import unflatten_gemm
 from .gelu import fuse_gelu_tanh
 from .index_grid import simplify_index_grids
+from .packed_attention import fuse_packed_attention
 from .rms_norm import fuse_rms_norm
 from .rotary import fuse_rotary_embedding
 
@@ -28,6 +30,7 @@ REWRITES = {
     "fuse_rotary_embedding": fuse_rotary_embedding,
     "fuse_repeated_kv": fuse_repeated_kv,
     "fuse_attention_heads": fuse_attention_heads,
+    "fuse_packed_attention": fuse_packed_attention,
     "unflatten_gemm": unflatten_gemm,
 }
 

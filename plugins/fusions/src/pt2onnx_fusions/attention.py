@@ -17,7 +17,7 @@ import onnx_ir as ir
 
 from .graph import dims, graphs, ints, new_node, only_used_by, onnx_opset, produced_by, prune, replace_value, same_dim
 
-__all__ = ["fuse_attention_heads", "fuse_repeated_kv"]
+__all__ = ["fuse_attention_heads", "fuse_repeated_kv", "mask_spans_queries"]
 
 _TO_HEADS = [0, 2, 1, 3]  # (batch, seq, heads, d) <-> (batch, heads, seq, d)
 
@@ -146,7 +146,7 @@ def _merging_reshape(attention: ir.Node) -> ir.Node | None:
     return reshape if same_dim(merged[0], y_dims[0]) and same_dim(merged[1], y_dims[2]) else None
 
 
-def _mask_spans_queries(attention: ir.Node) -> bool:
+def mask_spans_queries(attention: ir.Node) -> bool:
     """Whether the mask, if any, has a row per query.
 
     onnxruntime (1.31) rejects a mask that broadcasts over the queries (``(b, 1, 1, t)``)
@@ -170,7 +170,7 @@ def fuse_attention_heads(model: ir.Model) -> None:
         if reshape is None:
             continue
         unsplit = [_unsplit(value, node) for value in node.inputs[:3]]
-        if any(u is None for u in unsplit) or not _mask_spans_queries(node):
+        if any(u is None for u in unsplit) or not mask_spans_queries(node):
             continue
         q, k, v = (_materialize(u, graph, node) for u in unsplit if u is not None)
         attributes = {name: a.value for name, a in node.attributes.items()}
