@@ -15,9 +15,9 @@ DYNAMIC = {"x": {0: Dim("batch", max=64), 1: Dim("seq", max=256)}}
 
 
 class SelfAttention(torch.nn.Module):
-    def __init__(self, embed: int, heads: int, bias: bool) -> None:
+    def __init__(self, embed: int, heads: int, bias: bool, batch_first: bool = True) -> None:
         super().__init__()
-        self.attention = torch.nn.MultiheadAttention(embed, heads, bias=bias, batch_first=True)
+        self.attention = torch.nn.MultiheadAttention(embed, heads, bias=bias, batch_first=batch_first)
         if bias:  # torch initializes the biases to zero: make them count
             torch.nn.init.normal_(self.attention.in_proj_bias)
             torch.nn.init.normal_(self.attention.out_proj.bias)
@@ -58,6 +58,17 @@ def test_a_transformer_encoder_layer_keeps_only_its_real_work():
     # Per layer: attention (MatMul, Add, Split, Attention, MatMul, Add), two residual Adds,
     # two LayerNorms, the feed-forward (MatMul, Add, Relu, MatMul, Add).
     assert sum(ops.values()) == 2 * 15, ops
+
+
+def test_a_sequence_first_module_gains_a_transpose_at_each_end():
+    torch.manual_seed(1)
+    model = SelfAttention(16, 2, bias=True, batch_first=False)
+    dynamic = {"x": {0: Dim("seq", max=256), 1: Dim("batch", max=64)}}
+    result = assert_exports_like_eager(
+        model, (torch.randn(5, 2, 16),), other_inputs=[((torch.randn(3, 4, 16),), {})], dynamic_shapes=dynamic
+    )
+    ops = _ops(result)
+    assert ops["Transpose"] == 2 and ops["Attention"] == 1 and ops["Reshape"] == 0 and ops["Gemm"] == 0, ops
 
 
 def test_switched_off_the_layout_stays_and_numerics_hold():

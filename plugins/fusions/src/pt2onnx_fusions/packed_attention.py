@@ -1,12 +1,14 @@
 """``nn.MultiheadAttention``'s sequence-first computation as one batch-first ``Attention`` (opset 23).
 
-With ``batch_first=True``, torch's ``multi_head_attention_forward`` transposes the input
-to ``(seq, batch, embed)``, projects q, k and v with one packed matrix, splits the result
-(unflatten, unsqueeze, transpose, squeeze, select), folds the heads into the batch
+torch's ``multi_head_attention_forward`` works on ``(seq, batch, embed)`` (with
+``batch_first=True`` the module transposes to that and back), projects q, k and v with
+one packed matrix, splits the result (unflatten, unsqueeze, transpose, squeeze,
+select), folds the heads into the batch
 (``view(seq, batch * heads, d)``, transpose, ``view(batch, heads, seq, d)``), and undoes
 the layout after attention around the output projection (permute, reshape, Gemm,
-reshape, transpose): some thirty nodes that only move data. As a whole it is: project the
-batch-first input, split it in three, attend with ``q_num_heads``, project back.
+reshape): some thirty nodes that only move data. As a whole it is: project the
+batch-first input, split it in three, attend with ``q_num_heads``, project back (with a
+``Transpose`` at each end for a sequence-first module).
 """
 
 from __future__ import annotations
@@ -59,8 +61,9 @@ def _heads_folded(value: ir.Value | None, attention: ir.Node) -> tuple[ir.Value,
     return g, heads
 
 
-def _packed_projection(parts: list[ir.Value]) -> tuple[ir.Value, ir.Value, ir.Value | None] | None:
-    """``(x, weight, bias)`` if ``parts`` are q, k, v selected from ``(x.transpose(0, 1) @ weight + bias)`` split in three."""
+def _packed_projection(parts: list[ir.Value]) -> tuple[ir.Value, ir.Value, ir.Value | None, bool] | None:
+    """``(x, weight, bias, batch_first)`` if ``parts`` are q, k, v selected from ``x @ weight + bias``
+    split in three, ``x`` being ``(seq, batch, e)``, or ``(batch, seq, e)`` transposed to that."""
     selects = [produced_by(p, "Gather") for p in parts]
     if any(s is None or s.attributes.get_int("axis", 0) != 0 for s in selects):
         return None
@@ -85,32 +88,40 @@ def _packed_projection(parts: list[ir.Value]) -> tuple[ir.Value, ir.Value, ir.Va
         if bias_dims is None or len(bias_dims) != 1:
             return None
     matmul = produced_by(projected, "MatMul")
-    transpose = produced_by(matmul.inputs[0], "Transpose") if matmul is not None else None
-    if not _perm(transpose, [1, 0, 2]) or dims(matmul.inputs[1]) is None or len(dims(matmul.inputs[1]) or ()) != 2:  # type: ignore[union-attr]
+    if matmul is None or len(dims(matmul.inputs[1]) or ()) != 2 or len(dims(matmul.inputs[0]) or ()) != 3:
         return None
-    x = transpose.inputs[0]  # type: ignore[union-attr]
-    assert x is not None and matmul is not None and matmul.inputs[1] is not None
-    return x, matmul.inputs[1], bias
+    x, weight = matmul.inputs
+    assert x is not None and weight is not None
+    transpose = produced_by(x, "Transpose")
+    if _perm(transpose, [1, 0, 2]) and transpose is not None and transpose.inputs[0] is not None:
+        return transpose.inputs[0], weight, bias, True
+    return x, weight, bias, False
 
 
-def _output_projection(attention: ir.Node) -> tuple[ir.Value, ir.Node] | None:
-    """``(result, gemm)`` if the output goes ``permute(2, 0, 1, 3)``, flatten, ``Gemm``, unflatten, ``transpose(0, 1)`` only."""
+def _output_projection(attention: ir.Node) -> tuple[ir.Value, ir.Node, bool] | None:
+    """``(result, gemm, batch_first)`` if the output goes ``permute(2, 0, 1, 3)``, flatten, ``Gemm``,
+    unflatten to ``(seq, batch, e)`` and, batch first, ``transpose(0, 1)``, each step used only by the next."""
     permute = _single_consumer(attention.outputs[0], "Transpose")
     flatten = _single_consumer(permute.outputs[0], "Reshape") if _perm(permute, [2, 0, 1, 3]) else None  # type: ignore[union-attr]
     gemm = _single_consumer(flatten.outputs[0], "Gemm") if flatten is not None else None
     unflatten = _single_consumer(gemm.outputs[0], "Reshape") if gemm is not None else None
-    transpose = _single_consumer(unflatten.outputs[0], "Transpose") if unflatten is not None else None
-    if gemm is None or not _perm(transpose, [1, 0, 2]) or gemm.attributes.get_int("transA", 0):
+    if unflatten is None or gemm is None or gemm.attributes.get_int("transA", 0):
         return None
+    transpose = _single_consumer(unflatten.outputs[0], "Transpose")
+    batch_first = _perm(transpose, [1, 0, 2])
     if gemm.attributes.get_float("alpha", 1.0) != 1.0 or gemm.attributes.get_float("beta", 1.0) != 1.0:
         return None
     bias = gemm.inputs[2] if len(gemm.inputs) > 2 else None
     if bias is not None and len(dims(bias) or ()) != 1:
         return None
-    y, out = dims(attention.outputs[0]), dims(transpose.outputs[0])  # type: ignore[union-attr]
-    if y is None or out is None or len(out) != 3 or not (same_dim(out[0], y[0]) and same_dim(out[1], y[2])):
+    result = transpose.outputs[0] if batch_first else unflatten.outputs[0]  # type: ignore[union-attr]
+    y, out = dims(attention.outputs[0]), dims(result)
+    if y is None or out is None or len(out) != 3:
         return None
-    return transpose.outputs[0], gemm  # type: ignore[union-attr]
+    batch, seq = (out[0], out[1]) if batch_first else (out[1], out[0])
+    if not (same_dim(batch, y[0]) and same_dim(seq, y[2])):
+        return None
+    return result, gemm, batch_first
 
 
 def _transpose(tensor: ir.TensorProtocol) -> ir.TensorProtocol:
@@ -142,17 +153,27 @@ def _batch_first(
     embed: int,
     out_weight: ir.Value,
     out_bias: ir.Value | None,
+    layout: tuple[bool, bool],
 ) -> list[ir.Node]:
-    """``(x @ weight + bias)``, split in three, attended, ``@ out_weight + out_bias``: the nodes, typed."""
-    batch, seq = x.shape[0], x.shape[1]  # type: ignore[index]
-    value_type = attention.outputs[0].type
+    """``(x @ weight + bias)``, split in three, attended, ``@ out_weight + out_bias``: the nodes, typed.
 
-    def typed(node: ir.Node, last: int) -> ir.Node:
+    ``layout`` says whether ``x`` and the result are batch first; where not, a ``Transpose``
+    takes ``x`` to batch first and one takes the result back.
+    """
+    y = attention.outputs[0].shape
+    assert y is not None
+    batch, seq, value_type = y[0], y[2], attention.outputs[0].type
+
+    def typed(node: ir.Node, last: int, batch_first: bool = True) -> ir.Node:
         for out in node.outputs:
-            out.type, out.shape = value_type, ir.Shape([batch, seq, last])
+            out.type, out.shape = value_type, ir.Shape([batch, seq, last] if batch_first else [seq, batch, last])
         return node
 
-    nodes = [typed(new_node("MatMul", [x, weight]), 3 * embed)]
+    nodes = []
+    if not layout[0]:
+        nodes.append(typed(new_node("Transpose", [x], {"perm": [1, 0, 2]}), x.shape[-1]))  # type: ignore[index]
+        x = nodes[-1].outputs[0]
+    nodes.append(typed(new_node("MatMul", [x, weight]), 3 * embed))
     if bias is not None:
         nodes.append(typed(new_node("Add", [nodes[-1].outputs[0], bias]), 3 * embed))
     sizes = new_node("Constant", [], {"value_ints": [embed] * 3})
@@ -163,6 +184,8 @@ def _batch_first(
     nodes.append(typed(new_node("MatMul", [fused.outputs[0], out_weight]), embed))
     if out_bias is not None:
         nodes.append(typed(new_node("Add", [nodes[-1].outputs[0], out_bias]), embed))
+    if not layout[1]:
+        nodes.append(typed(new_node("Transpose", [nodes[-1].outputs[0]], {"perm": [1, 0, 2]}), embed, False))
     return nodes
 
 
@@ -184,8 +207,8 @@ def fuse_packed_attention(model: ir.Model) -> None:
             output = _output_projection(node)
             if projection is None or output is None:
                 continue
-            x, weight, bias = projection
-            result, gemm = output
+            x, weight, bias, batch_first_in = projection
+            result, gemm, batch_first_out = output
             out_weight = gemm.inputs[1]
             assert out_weight is not None
             if gemm.attributes.get_int("transB", 0):
@@ -195,6 +218,7 @@ def fuse_packed_attention(model: ir.Model) -> None:
             heads, embed = folded[0][1], dims(folded[0][0])[2]  # type: ignore[index]
             assert isinstance(embed, int)
             out_bias = gemm.inputs[2] if len(gemm.inputs) > 2 else None
-            nodes = _batch_first(node, x, weight, bias, heads, embed, out_weight, out_bias)
+            layout = (batch_first_in, batch_first_out)
+            nodes = _batch_first(node, x, weight, bias, heads, embed, out_weight, out_bias, layout)
             graph.insert_before(node, nodes)
             replace_value(result, nodes[-1].outputs[0])
