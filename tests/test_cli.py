@@ -26,10 +26,12 @@ def test_plugins_lists_the_builtin_packs_with_their_layer_and_counts():
     out = run("plugins")
     assert out.returncode == 0, out.stderr
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[1:] if line and not line.startswith(" ")}
-    for name, dist in [("aten", "pt2onnx-aten"), ("hops", "pt2onnx-hops"), ("decomp", "pt2onnx-decomp")]:
+    builtin = [("aten", "pt2onnx-aten"), ("hops", "pt2onnx-hops"), ("decomp", "pt2onnx-decomp")]
+    for name, dist in [*builtin, ("fusions", "pt2onnx-fusions")]:
         assert rows[name][1] == "builtin" and rows[name][2] == dist
     assert int(rows["aten"][4]) > 0  # converters
     assert int(rows["hops"][5]) > 0  # lowerings
+    assert int(rows["fusions"][9]) > 0  # rewrites
 
 
 def test_blocking_a_plugin_on_the_command_line():
