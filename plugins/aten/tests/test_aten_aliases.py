@@ -9,18 +9,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Variadic as Fn
 from pt2onnx.testing import assert_exports_like_eager, covers, dims, shapes, tensors
 
 INT_OR_BOOL = st.sampled_from([torch.bool, torch.int32, torch.int64, torch.uint8])
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 @covers(

@@ -7,16 +7,8 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Variadic as Call
 from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 @covers("aten::max_pool2d_with_indices_backward.default")

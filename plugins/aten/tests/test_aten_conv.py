@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Variadic as Call
 from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
 
@@ -15,15 +16,6 @@ CONV_DTYPES = ("float32", "float16", "bfloat16")  # onnxruntime has no float64 C
 
 # sums of products drift further than one rounding of the output
 ATOL = {torch.float16: 2e-2, torch.bfloat16: 1e-1}
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 @st.composite

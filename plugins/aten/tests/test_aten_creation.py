@@ -6,24 +6,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Binary as Fn2
+from lambda_modules import Unary as Fn
 from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 NUMERIC = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES if n != "bool"])
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
-
-class Fn2(Fn):
-    def forward(self, x, y):
-        return self.fn(x, y)
 
 
 def _fill_value(dtype, draw):

@@ -7,19 +7,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Variadic as Call
 from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
 
 P = st.sampled_from([0.0, 1.0, 2.0, 3.0, 0.5, float("inf")])
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 @covers("aten::_cdist_forward.default", "aten::cdist.default")

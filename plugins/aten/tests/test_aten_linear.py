@@ -7,20 +7,12 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Variadic as Call
 from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
 
 MATMUL_DTYPES = ("float32", "float16", "float64", "bfloat16", "int64", "int32", "int8")
 # float16/bfloat16 products round differently in each library
 ATOL = {torch.float16: 3e-2, torch.bfloat16: 2e-1}
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def _check(model, args, expect, **options):

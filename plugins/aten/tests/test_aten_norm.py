@@ -9,19 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pt2onnx
+from lambda_modules import Unary as Call
 from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, shapes, tensors
 
 NORM_DTYPES = ("float32", "float16", "bfloat16", "float64")
 BATCH = ({0: torch.export.Dim("batch")},)
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 def _other_batch(x):

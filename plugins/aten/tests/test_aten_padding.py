@@ -8,18 +8,10 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Unary as Fn
 from pt2onnx.testing import ALL_DTYPES, FLOAT_DTYPES, assert_exports_like_eager, covers, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 @covers("aten::constant_pad_nd.default")

@@ -8,18 +8,9 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Unary as Call
 from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
 
 BATCH = ({0: torch.export.Dim("batch")},)
 

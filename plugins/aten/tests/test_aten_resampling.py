@@ -7,19 +7,11 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Variadic as Call
 from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
 
 ATOL = {torch.float16: 2e-2, torch.bfloat16: 1e-1}
 BATCH = ({0: torch.export.Dim("batch")},)
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def _check(model, args, expect, **options):

@@ -7,20 +7,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lambda_modules import Unary as Fn
 from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 A = torch.ops.aten
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 @covers("aten::clone.default", "aten::alias.default", "aten::detach.default", "aten::contiguous.default")
