@@ -114,11 +114,14 @@ class ExportResult:
         spec = self.program.call_spec.out_spec
         return pytree.tree_unflatten(user, spec) if spec is not None else user
 
-    def verify(self, *args: Any, _atol: float = 1e-5, _rtol: float = 1e-5, **kwargs: Any) -> Verification:
+    def verify(self, *args: Any, _atol: float | None = None, _rtol: float | None = None, **kwargs: Any) -> Verification:
         """Run eager PyTorch and onnxruntime on the same inputs and compare every output.
 
         Returns a :class:`~pt2onnx.runtime.Verification` (per output: max abs/rel
-        difference, shape/dtype/NaN agreement); ``.ok`` applies ``|d| <= _atol + _rtol*|eager|``.
+        difference, shape/dtype/NaN agreement). Each output is compared by its own dtype:
+        integers and bools exactly, floats within their dtype's tolerance
+        (:data:`pt2onnx.runtime.TOLERANCES`) unless ``_atol``/``_rtol`` are given
+        (underscored so they never clash with the model's own keyword arguments).
         """
         eager = self._eager if self._eager is not None else self.program.module()
         with self.report.phase("verify"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 
 from .errors import VerificationError
 
-__all__ = ["OutputDifference", "Verification", "compare", "from_ort", "to_ort"]
+__all__ = ["TOLERANCES", "OutputDifference", "Verification", "compare", "from_ort", "to_ort", "tolerance"]
 
 
 def to_ort(value: Any) -> ort.OrtValue:
@@ -43,9 +44,29 @@ def from_ort(value: ort.OrtValue) -> torch.Tensor:
     return torch.from_numpy(np.asarray(value.numpy()))
 
 
+#: ``(atol, rtol)`` per floating dtype: what a correct model meets when onnxruntime and eager
+#: PyTorch compute the same function. Integer and bool outputs must match exactly.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-10, 1e-7),
+    torch.float32: (1e-5, 1e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (5e-2, 2e-2),
+}
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """``(atol, rtol)`` for an output of ``dtype``: :data:`TOLERANCES`, ``(0, 0)`` for exact dtypes."""
+    if dtype in TOLERANCES:
+        return TOLERANCES[dtype]
+    if dtype.is_floating_point:
+        eps = torch.finfo(dtype).eps
+        return 4 * eps, 4 * eps
+    return 0.0, 0.0
+
+
 @dataclass(frozen=True)
 class OutputDifference:
-    """How one output of the ONNX model differs from eager PyTorch."""
+    """How one output of the ONNX model differs from eager PyTorch, and the tolerance applied to it."""
 
     name: str
     max_abs: float
@@ -54,6 +75,9 @@ class OutputDifference:
     dtype_ok: bool
     nan_ok: bool
     close: bool
+    atol: float = 0.0
+    rtol: float = 0.0
+    dtype: str = "-"
 
     @property
     def ok(self) -> bool:
@@ -65,12 +89,12 @@ class OutputDifference:
 class Verification:
     """The differences of every output; ``max_abs`` is the largest over all outputs.
 
-    An element is close when ``|onnx - eager| <= atol + rtol * |eager|``.
+    Each output is compared by its own dtype: integers and bools exactly, floats element
+    by element with ``|onnx - eager| <= atol + rtol * |eager|`` (its dtype's tolerance
+    unless one was given), and NaN and infinities at the same positions.
     """
 
     outputs: tuple[OutputDifference, ...]
-    atol: float
-    rtol: float
 
     @property
     def max_abs(self) -> float:
@@ -86,25 +110,42 @@ class Verification:
         return all(o.ok for o in self.outputs)
 
     def __str__(self) -> str:
-        rows = [f"{'output':<32} {'max abs':>12} {'max rel':>12}  shape dtype nan close"]
+        rows = [
+            f"{'output':<32} {'dtype':<9} {'max abs':>12} {'max rel':>12} {'atol':>8} {'rtol':>8}  shape dtype nan close"
+        ]
         for o in self.outputs:
             flags = " ".join("ok" if f else "BAD" for f in (o.shape_ok, o.dtype_ok, o.nan_ok, o.close))
-            rows.append(f"{o.name:<32} {o.max_abs:>12.3g} {o.max_rel:>12.3g}  {flags}")
+            rows.append(
+                f"{o.name:<32} {o.dtype:<9} {o.max_abs:>12.3g} {o.max_rel:>12.3g} {o.atol:>8.2g} {o.rtol:>8.2g}  {flags}"
+            )
         return "\n".join(rows)
 
 
-def _difference(name: str, expected: Any, got: Any, atol: float, rtol: float) -> OutputDifference:
+def _difference(name: str, expected: Any, got: Any, atol: float | None, rtol: float | None) -> OutputDifference:
+    difference = _measure(name, expected, got, atol, rtol)
+    dtype = (
+        str(expected.dtype).removeprefix("torch.") if isinstance(expected, torch.Tensor) else type(expected).__name__
+    )
+    return dataclasses.replace(difference, dtype=dtype)
+
+
+def _measure(name: str, expected: Any, got: Any, atol: float | None, rtol: float | None) -> OutputDifference:
     if not isinstance(expected, torch.Tensor):
         got_value = got.item() if isinstance(got, torch.Tensor) and got.numel() == 1 else got
         same = got_value == expected
         gap = 0.0 if same else math.inf
         return OutputDifference(name, gap, gap, True, True, True, bool(same))
     expected = expected.detach().cpu()
+    default_atol, default_rtol = tolerance(expected.dtype)
+    atol = default_atol if atol is None else atol
+    rtol = default_rtol if rtol is None else rtol
     shape_ok = tuple(expected.shape) == tuple(got.shape)
     dtype_ok = expected.dtype == got.dtype
     if not shape_ok or expected.numel() == 0:
         gap = 0.0 if shape_ok else math.inf
-        return OutputDifference(name, gap, gap, shape_ok, dtype_ok, True, shape_ok)
+        return OutputDifference(name, gap, gap, shape_ok, dtype_ok, True, shape_ok, atol, rtol)
+    if not expected.dtype.is_floating_point:
+        return _exact_difference(name, expected, got, shape_ok, dtype_ok)
     e = expected.to(torch.float64)
     g = got.to(torch.float64)
     nan_ok = bool(torch.equal(torch.isnan(e), torch.isnan(g)))
@@ -116,11 +157,33 @@ def _difference(name: str, expected: Any, got: Any, atol: float, rtol: float) ->
     max_abs = float(diff.max()) if diff.numel() else 0.0
     max_rel = float((diff / scale.clamp_min(1e-12)).max()) if diff.numel() else 0.0
     close = bool((diff <= atol + rtol * scale).all())
-    return OutputDifference(name, max_abs, max_rel, shape_ok, dtype_ok, nan_ok, close)
+    return OutputDifference(name, max_abs, max_rel, shape_ok, dtype_ok, nan_ok, close, atol, rtol)
 
 
-def compare(names: Sequence[str], expected: Any, got: Any, *, atol: float, rtol: float) -> Verification:
-    """Compare eager outputs with ONNX outputs, structure by structure."""
+def _exact_difference(
+    name: str, expected: torch.Tensor, got: torch.Tensor, shape_ok: bool, dtype_ok: bool
+) -> OutputDifference:
+    """Integers and bools: equal as integers, element by element (never through a float)."""
+    if got.dtype.is_floating_point:
+        return OutputDifference(name, math.inf, math.inf, shape_ok, False, True, False)
+    e, g = expected.to(torch.int64), got.to(torch.int64)
+    unequal = e != g
+    if not bool(unequal.any()):
+        return OutputDifference(name, 0.0, 0.0, shape_ok, dtype_ok, True, True)
+    # For the report only: Python ints, so a gap across the whole int64 range does not wrap.
+    gaps = [abs(int(a) - int(b)) for a, b in zip(e[unequal].tolist(), g[unequal].tolist())]
+    scale = max(abs(int(a)) for a in e[unequal].tolist()) or 1
+    return OutputDifference(name, float(max(gaps)), float(max(gaps)) / scale, shape_ok, dtype_ok, True, False)
+
+
+def compare(
+    names: Sequence[str], expected: Any, got: Any, *, atol: float | None = None, rtol: float | None = None
+) -> Verification:
+    """Compare eager outputs with ONNX outputs, structure by structure, each output by its dtype.
+
+    ``atol``/``rtol`` override the per-dtype :data:`TOLERANCES` of floating outputs;
+    integer and bool outputs are always compared exactly.
+    """
     exp_leaves, exp_spec = pytree.tree_flatten(expected)
     got_leaves, got_spec = pytree.tree_flatten(got)
     if exp_spec != got_spec:
@@ -129,4 +192,4 @@ def compare(names: Sequence[str], expected: Any, got: Any, *, atol: float, rtol:
         )
     labels = list(names) if len(names) == len(exp_leaves) else [f"output_{i}" for i in range(len(exp_leaves))]
     diffs = tuple(_difference(n, e, g, atol, rtol) for n, e, g in zip(labels, exp_leaves, got_leaves))
-    return Verification(diffs, atol, rtol)
+    return Verification(diffs)

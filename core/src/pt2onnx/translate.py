@@ -286,7 +286,7 @@ class GraphTranslator:
         meta = node.meta.get("val")
         if isinstance(meta, (tuple, list)):
             if not isinstance(result, (tuple, list)) or len(result) != len(meta):
-                raise self._mismatch(node, fn, plugin, f"{len(meta)} outputs", result)
+                raise self._mismatch(node, fn, plugin, f"{len(meta)} outputs", repr(result))
             return tuple(
                 self._bind_one(node, r, m, f"{node.name}_{i}", new_nodes, fn, plugin)
                 for i, (r, m) in enumerate(zip(result, meta))
@@ -306,15 +306,18 @@ class GraphTranslator:
         typed = ir_type_and_shape(meta, self.dims)
         if not isinstance(result, ir.Value):
             if typed is not None and isinstance(meta, torch.Tensor):
-                raise self._mismatch(node, fn, plugin, "an onnx_ir.Value", result)
+                raise self._mismatch(node, fn, plugin, "an onnx_ir.Value", repr(result))
             return result
         if typed is None:
             return result
         type_, shape = typed
         if result.type is not None and result.type != type_:
             raise self._mismatch(node, fn, plugin, f"dtype {type_.dtype.name}", f"dtype {result.type}")
-        if result.shape is not None and result.shape.rank() != len(shape):
-            raise self._mismatch(node, fn, plugin, f"rank {len(shape)}", f"rank {result.shape.rank()}")
+        if result.shape is not None:
+            if result.shape.rank() != len(shape):
+                raise self._mismatch(node, fn, plugin, f"rank {len(shape)}", f"rank {result.shape.rank()}")
+            if not _static_dims_agree(result.shape, shape):
+                raise self._mismatch(node, fn, plugin, f"shape {_text(shape)}", f"shape {_text(result.shape)}")
         if result.producer() in new_nodes:
             result.name = f"{self._prefix}{name}"
         result.type = type_
@@ -324,8 +327,9 @@ class GraphTranslator:
     def _mismatch(
         self, node: torch.fx.Node, fn: Callable[..., Any], plugin: str, expected: str, got: Any
     ) -> ConversionError:
+        got_text = got if isinstance(got, str) else repr(got)
         return ConversionError(
-            f"converter {_describe(fn)} from plugin {plugin!r} returned {got!r} where torch says {expected}",
+            f"converter {_describe(fn)} from plugin {plugin!r} returned {got_text} where torch says {expected}",
             location=location_of(node),
             hint=f"this is a bug in plugin {plugin!r}: the exported model would be wrong, so export stops",
         )
@@ -366,6 +370,20 @@ def _stamp(graph: ir.Graph, count: int, props: dict[str, str]) -> set[ir.Node]:
                 n.metadata_props.pop(k, None)
             n.metadata_props.update(props)
     return nodes
+
+
+def _static_dims_agree(got: ir.Shape, expected: ir.Shape) -> bool:
+    """Whether every static dim the converter's output declares is the one torch recorded.
+
+    A static size where torch has a symbolic one is a disagreement too: the model would
+    be right only for the example's sizes. A symbolic (or unknown) dim the converter
+    left is no claim, so it agrees with anything.
+    """
+    return all(not isinstance(g, int) or g == e for g, e in zip(got, expected))
+
+
+def _text(shape: ir.Shape) -> str:
+    return "[" + ", ".join(str(d) if isinstance(d, int) else str(d.value) for d in shape) + "]"
 
 
 def _resolve(arg: Any, env: dict[torch.fx.Node, Any]) -> Any:
