@@ -18,7 +18,7 @@ from torch.export import ExportedProgram
 from .errors import DecompositionError
 from .inplace import functionalize_private_inplace
 from .opnames import op_name
-from .registry import Registry
+from .registry import Entry, Registry
 
 __all__ = ["Decomposed", "decompose", "retrace_reason"]
 
@@ -31,6 +31,8 @@ class Decomposed:
     retraced: bool
     reason: str
     table_size: int = 0
+    #: The plugin decompositions applied in the re-trace (of ops the captured graph held).
+    applied: tuple[Entry, ...] = ()
 
 
 def _call_nodes(gm: torch.fx.GraphModule) -> Iterator[torch.fx.Node]:
@@ -127,4 +129,6 @@ def decompose(program: ExportedProgram, registry: Registry, *, force: bool = Fal
             f"run_decompositions failed: {type(e).__name__}: {e}",
             hint="a plugin decomposition may be wrong; block it with -p no:NAME to check",
         ) from e
-    return Decomposed(decomposed, True, reason or "forced by the caller", len(table))
+    entries = [registry.decomposition(n.target) for n in _call_nodes(program.graph_module)]
+    applied = {id(entry): entry for entry in entries if entry is not None}
+    return Decomposed(decomposed, True, reason or "forced by the caller", len(table), tuple(applied.values()))

@@ -15,16 +15,17 @@ from torch.export import ExportedProgram
 
 from .assemble import assemble
 from .capture import as_module, capture
-from .decompose import decompose
+from .decompose import Decomposed, decompose
+from .dynamic import AUTO, input_dim_names, resolve_dynamic_shapes, static_dims
 from .module_functions import ModuleSelection, outline_modules
 from .opset import check_opset
-from .optimize import count_nodes, select_passes
+from .optimize import PassEffect, count_nodes, select_passes
 from .optimize import optimize as run_passes
 from .plugin_manager import load_plugins
 from .registry import Registry, build_registry
-from .report import OpUsage, Report
+from .report import Contribution, OpUsage, Report, function_id
 from .result import ExportResult
-from .signature import dim_names
+from .signature import check_example_inputs, check_outputs, check_weights, dim_names, normalize_args
 from .symbolic import DimNames
 from .translate import GraphTranslator, TranslatedGraph
 
@@ -41,12 +42,25 @@ def _op_usage(registry: Registry, translated: TranslatedGraph) -> list[OpUsage]:
     return rows
 
 
+def _contributions(
+    translated: TranslatedGraph, decomposed: Decomposed, registry: Registry, passes: Sequence[PassEffect]
+) -> list[Contribution]:
+    """The registrations that did work: converted nodes, decomposed ops, changed the graph."""
+    changed = {p.name for p in passes if p.changed}
+    winners = [e.winner for e in translated.entries.values()]
+    winners += [e.winner for e in decomposed.applied]
+    winners += [e.winner for name, e in registry.rewrites.items() if name in changed]
+    unique = {(r.kind, r.op, r.plugin): r for r in winners}
+    return [Contribution(r.kind, r.op, r.plugin, str(r.layer), function_id(r.fn)) for r in unique.values()]
+
+
 def export(
     model: torch.nn.Module | ExportedProgram | Any,
-    args: tuple[Any, ...] = (),
+    args: Any = (),
     kwargs: dict[str, Any] | None = None,
     *,
     dynamic_shapes: Any = None,
+    other_inputs: Sequence[tuple[tuple[Any, ...], dict[str, Any]]] = (),
     strict: bool = False,
     opset: int | None = None,
     plugins: Sequence[Any] | None = None,
@@ -62,8 +76,12 @@ def export(
 
     Args:
         model: an ``nn.Module``, a callable, or an already captured ``ExportedProgram``.
-        args, kwargs: example inputs, as the model is called.
-        dynamic_shapes: as for ``torch.export.export`` (``Dim`` names name the ONNX dims).
+        args, kwargs: example inputs, as the model is called (a bare tensor means ``(tensor,)``).
+        dynamic_shapes: as for ``torch.export.export`` (``Dim`` names name the ONNX dims), or
+            ``"auto"``: every dim of every tensor input dynamic where the model allows it
+            (``report.static_dims`` says which stayed static and why).
+        other_inputs: further examples as ``(args, kwargs)`` pairs; without ``dynamic_shapes``,
+            exactly the dims that differ between the examples are dynamic.
         strict: capture with TorchDynamo (``True``) or by tracing Python (``False``).
         opset: target ONNX opset; default: the newest the installed onnxruntime runs.
         plugins: the highest plugin layer: modules, module names or plugin objects.
@@ -83,6 +101,8 @@ def export(
     """
     report = Report()
     report.opset = target_opset = check_opset(opset)
+    args, kwargs = normalize_args(args), dict(kwargs or {})
+    others = [(normalize_args(a), dict(k or {})) for a, k in other_inputs]
 
     with report.phase("plugins"):
         plugin_set = load_plugins(plugins, disable=disable)
@@ -92,8 +112,16 @@ def export(
     report.broken_plugins = list(plugin_set.broken)
 
     with report.phase("capture"):
-        captured = capture(model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, strict=strict, fallback=fallback)
+        eager = None if isinstance(model, ExportedProgram) else as_module(model)
+        check_example_inputs(args, kwargs)
+        if eager is not None:
+            check_weights(eager)
+        shapes = resolve_dynamic_shapes(dynamic_shapes, eager.forward if eager else None, args, kwargs, others)
+        captured = capture(eager or model, args, kwargs, dynamic_shapes=shapes, strict=strict, fallback=fallback)
+        check_outputs(captured.program)
     report.capture, report.capture_fallback = captured.strategy, captured.fallback_reason
+    if dynamic_shapes == AUTO and eager is not None:
+        report.static_dims = static_dims(captured.program, args, kwargs)
 
     with report.phase("decompose"):
         decomposed = decompose(captured.program, registry, force=decompose_all)
@@ -101,10 +129,9 @@ def export(
     report.retraced, report.decompose_reason = decomposed.retraced, decomposed.reason
 
     with report.phase("translate"):
-        eager = None if isinstance(model, ExportedProgram) else as_module(model)
         signature = inspect.signature(eager.forward) if eager is not None else None
-        dims = DimNames(dim_names(program, signature, tuple(args), kwargs, dynamic_shapes))
-        translator = GraphTranslator(registry, dims, target_opset, unknown_custom_ops=unknown_custom_ops)
+        names = {**input_dim_names(program), **dim_names(program, signature, args, kwargs, shapes)}
+        translator = GraphTranslator(registry, DimNames(names), target_opset, unknown_custom_ops=unknown_custom_ops)
         graph_module = program.graph_module
         if modules_as_functions:
             graph_module = outline_modules(graph_module, modules_as_functions)
@@ -118,6 +145,7 @@ def export(
     with report.phase("optimize"):
         report.passes = run_passes(onnx_model, passes)
     report.nodes_final = count_nodes(onnx_model)
+    report.contributions = _contributions(translated, decomposed, registry, report.passes)
 
     result = ExportResult(onnx_model, program, layout, report, eager)
     if f is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,16 +219,32 @@ FINISHING_PASSES: dict[str, Callable[[ir.Model], object]] = {
 
 @dataclass(frozen=True)
 class PassEffect:
-    """What one pass did: nodes before and after (functions included) and seconds spent."""
+    """What one pass did: nodes before and after (functions included), whether it changed
+    the graph at all (a rewrite may replace nodes one for one), and seconds spent."""
 
     name: str
     nodes_before: int
     nodes_after: int
     seconds: float
+    changed: bool = False
 
     @property
     def removed(self) -> int:
         return self.nodes_before - self.nodes_after
+
+
+def _all_model_nodes(model: ir.Model) -> Iterator[ir.Node]:
+    yield from model.graph.all_nodes()
+    for function in model.functions.values():
+        yield from function.all_nodes()
+
+
+def _fingerprint(model: ir.Model) -> int:
+    """Changes when a node is added, removed or rewired (ids: cheap, and only compared within one pass)."""
+    return hash(
+        tuple((id(n), n.op_type, len(n.attributes), *map(id, n.inputs)) for n in _all_model_nodes(model))
+        + tuple(model.graph.initializers)
+    )
 
 
 def count_nodes(model: ir.Model) -> int:
@@ -270,7 +286,7 @@ def optimize(model: ir.Model, passes: Iterable[tuple[str, Callable[[ir.Model], o
     """Run ``passes`` (name, function) over ``model`` in place; returns what each did."""
     effects = []
     for name, run in passes:
-        before = count_nodes(model)
+        before, fingerprint = count_nodes(model), _fingerprint(model)
         start = time.perf_counter()
         try:
             run(model)
@@ -279,5 +295,6 @@ def optimize(model: ir.Model, passes: Iterable[tuple[str, Callable[[ir.Model], o
                 f"pass {name!r} failed: {type(e).__name__}: {e}",
                 hint=f"export with optimize={{'{name}': False}} and report the model that triggers it",
             ) from e
-        effects.append(PassEffect(name, before, count_nodes(model), time.perf_counter() - start))
+        seconds = time.perf_counter() - start
+        effects.append(PassEffect(name, before, count_nodes(model), seconds, _fingerprint(model) != fingerprint))
     return effects

@@ -13,7 +13,7 @@ from typing import Any
 from .optimize import PassEffect
 from .plugin_manager import BrokenPlugin, PluginInfo
 
-__all__ = ["OpUsage", "Report", "peak_rss_mb"]
+__all__ = ["Contribution", "OpUsage", "Report", "function_id", "peak_rss_mb"]
 
 
 def peak_rss_mb() -> float:
@@ -33,6 +33,27 @@ class OpUsage:
     shadowed: tuple[str, ...] = ()
 
 
+def function_id(fn: Any) -> str:
+    """``module.qualname`` of a registered function: the same converter whatever plugin name it was loaded under."""
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One registration that did work in an export.
+
+    ``kind`` is ``converter``, ``lowering`` or ``custom_op`` (it translated at least one
+    node), ``decomposition`` (it was applied in a re-trace) or ``rewrite`` (it changed
+    the graph). ``name`` is the op or rewrite name it was registered under.
+    """
+
+    kind: str
+    name: str
+    plugin: str
+    layer: str
+    function: str
+
+
 @dataclass
 class Report:
     """Everything an export did. ``str(report)`` is a readable summary."""
@@ -42,10 +63,14 @@ class Report:
     peak_rss: dict[str, float] = field(default_factory=dict)
     capture: str = ""
     capture_fallback: str | None = None
+    #: With ``dynamic_shapes="auto"``: per input, the dims torch kept static and why.
+    static_dims: dict[str, dict[int, str]] = field(default_factory=dict)
     retraced: bool = False
     decompose_reason: str = ""
     opset: int = 0
     ops: list[OpUsage] = field(default_factory=list)
+    #: Every registration that did work, with the plugin that made it (what a plugin's tests prove).
+    contributions: list[Contribution] = field(default_factory=list)
     passes: list[PassEffect] = field(default_factory=list)
     plugins: list[PluginInfo] = field(default_factory=list)
     broken_plugins: list[BrokenPlugin] = field(default_factory=list)
@@ -74,6 +99,8 @@ class Report:
         lines = [f"capture: {self.capture}"]
         if self.capture_fallback:
             lines.append(f"  fallback because: {self.capture_fallback.splitlines()[0]}")
+        for name, axes in self.static_dims.items():
+            lines.extend(f"  static: {name} dim {axis}: {why}" for axis, why in axes.items())
         lines.append(f"decompose: {'re-traced' if self.retraced else 'skipped'} ({self.decompose_reason})")
         lines.append(f"opset: {self.opset}; nodes: {self.nodes_translated} translated, {self.nodes_final} final")
         lines.append("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items()))

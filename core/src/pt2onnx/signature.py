@@ -17,9 +17,79 @@ import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
-from .errors import VerificationError
+from .errors import CaptureError, VerificationError
 
-__all__ = ["dim_names", "flatten_inputs", "output_names", "user_input_names", "user_output_positions"]
+__all__ = [
+    "check_example_inputs",
+    "check_outputs",
+    "check_weights",
+    "dim_names",
+    "flatten_inputs",
+    "normalize_args",
+    "output_names",
+    "user_input_names",
+    "user_output_positions",
+]
+
+
+def normalize_args(args: Any) -> tuple[Any, ...]:
+    """``args`` as the tuple of positional arguments: a bare tensor is ``(tensor,)``, None is ``()``.
+
+    torch.onnx accepts both; iterating a bare tensor would split it into rows.
+    """
+    if args is None:
+        return ()
+    if isinstance(args, torch.Tensor):
+        return (args,)
+    if isinstance(args, list):
+        return tuple(args)
+    if not isinstance(args, tuple):
+        return (args,)
+    return args
+
+
+def check_example_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Raise a clear error for example inputs that no ONNX model can take."""
+    for path, leaf in pytree.tree_flatten_with_path((args, kwargs))[0]:
+        if isinstance(leaf, torch.Tensor) and leaf.layout != torch.strided:
+            where = pytree.keystr(path)
+            raise CaptureError(
+                f"example input {where} is a {leaf.layout} tensor; ONNX graph inputs are dense tensors",
+                hint="pass the dense tensor (x.to_dense()) and build the sparse one inside forward, "
+                "or keep the sparse computation outside the exported model",
+            )
+
+
+def check_weights(module: torch.nn.Module) -> None:
+    """Raise a clear error for weights that hold no values (the meta device)."""
+    state = [*module.named_parameters(), *module.named_buffers()]
+    empty = [name for name, tensor in state if tensor.is_meta]
+    if empty:
+        listed = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+        raise CaptureError(
+            f"the model's weights {listed} are on the meta device: they have shapes but no values to export",
+            hint="load the weights first (e.g. model.to_empty(device='cpu') then load_state_dict), "
+            "or build the model on the CPU",
+        )
+
+
+def check_outputs(program: ExportedProgram) -> None:
+    """Raise a clear error when the captured program computes no tensor the ONNX graph could return."""
+    outputs = program.graph_signature.output_specs
+    if any(spec.kind != OutputKind.USER_OUTPUT for spec in outputs):
+        return  # mutated buffers or inputs are outputs too
+    values = [node.meta.get("val") for node in _output_args(program)]
+    if not any(isinstance(v, (torch.Tensor, torch.SymInt)) for v in values):
+        returned = ", ".join(type(v).__name__ for v in values) or "None"
+        raise CaptureError(
+            f"the model returns no tensor (it returns {returned}); an ONNX model needs at least one output",
+            hint="return the tensors the exported model should compute from forward",
+        )
+
+
+def _output_args(program: ExportedProgram) -> list[Any]:
+    output = next(iter(program.graph.find_nodes(op="output")))
+    return [a for a in pytree.tree_leaves(output.args[0]) if isinstance(a, torch.fx.Node)]
 
 
 def flatten_inputs(program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> list[Any]:

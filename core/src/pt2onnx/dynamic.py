@@ -1,0 +1,131 @@
+"""Dynamic shapes without the boilerplate: ``dynamic_shapes="auto"`` and dims told by examples.
+
+``"auto"`` asks torch.export for every dim of every tensor input with ``Dim.AUTO``: torch
+keeps a dim symbolic unless the model's code (or the 0/1 specialization) fixes it, and
+then specializes it instead of failing. A second example (``other_inputs=``) asks for
+exactly the dims that differ between the examples, with ``Dim.DYNAMIC``: if the model
+fixes one of those, capture fails, since the model could not serve both examples.
+
+Dims torch made symbolic without a user-given name are named after the first input and
+axis they appear at (``input_ids_dim1``), so ONNX dims read as what they are.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch.export import Dim, ExportedProgram
+
+from .errors import CaptureError
+from .signature import flatten_inputs, user_input_names
+
+__all__ = ["AUTO", "dims_from_examples", "input_dim_names", "resolve_dynamic_shapes", "static_dims"]
+
+#: The value of ``dynamic_shapes`` that makes every dim dynamic where torch allows it.
+AUTO = "auto"
+
+
+def _per_argument(
+    forward: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], spec_of: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """``dynamic_shapes`` keyed by ``forward``'s parameter names, ``spec_of(tensor)`` for each tensor leaf."""
+    bound = inspect.signature(forward).bind(*args, **kwargs)
+    return {
+        name: pytree.tree_map(lambda leaf: spec_of(leaf) if isinstance(leaf, torch.Tensor) else None, value)
+        for name, value in bound.arguments.items()
+    }
+
+
+def _every_dim(tensor: torch.Tensor) -> dict[int, Any]:
+    return {axis: Dim.AUTO for axis in range(tensor.dim())}
+
+
+def dims_from_examples(
+    forward: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    others: Sequence[tuple[tuple[Any, ...], dict[str, Any]]],
+) -> dict[str, Any]:
+    """``dynamic_shapes`` marking as dynamic exactly the dims that differ between the examples."""
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    differing: dict[int, set[int]] = {}
+    for other_args, other_kwargs in others:
+        other_leaves, other_spec = pytree.tree_flatten((tuple(other_args), dict(other_kwargs)))
+        if other_spec != spec:
+            raise CaptureError(
+                "other_inputs must have the structure of the example inputs (same arguments, same nesting)",
+                hint="pass each further example as (args, kwargs) shaped like the first",
+            )
+        for index, (a, b) in enumerate(zip(leaves, other_leaves)):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+                if a.dim() != b.dim():
+                    raise CaptureError(
+                        f"example input {index} has rank {a.dim()} in one example and {b.dim()} in another",
+                        hint="an ONNX input has one rank; only sizes may differ between examples",
+                    )
+                differing.setdefault(index, set()).update(i for i in range(a.dim()) if a.shape[i] != b.shape[i])
+    position = {id(leaf): i for i, leaf in enumerate(leaves)}
+
+    def spec_of(tensor: torch.Tensor) -> dict[int, Any] | None:
+        axes = differing.get(position.get(id(tensor), -1), set())
+        return {axis: Dim.DYNAMIC for axis in sorted(axes)} or None
+
+    return _per_argument(forward, args, kwargs, spec_of)
+
+
+def resolve_dynamic_shapes(
+    dynamic_shapes: Any,
+    forward: Callable[..., Any] | None,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    other_inputs: Sequence[tuple[tuple[Any, ...], dict[str, Any]]],
+) -> Any:
+    """What to hand ``torch.export.export`` for the ``dynamic_shapes`` and ``other_inputs`` the user gave."""
+    if isinstance(dynamic_shapes, str):
+        if dynamic_shapes != AUTO:
+            raise CaptureError(f"dynamic_shapes={dynamic_shapes!r} is not understood", hint='use "auto" or a spec')
+        if forward is None:
+            return None  # an ExportedProgram: its shapes are decided
+        return _per_argument(forward, args, kwargs, _every_dim)
+    if dynamic_shapes is None and other_inputs and forward is not None:
+        return dims_from_examples(forward, args, kwargs, other_inputs)
+    return dynamic_shapes
+
+
+def input_dim_names(program: ExportedProgram) -> dict[str, str]:
+    """Each symbol that is a whole input dim, named after the first input and axis it appears at."""
+    placeholders = {n.name: n for n in program.graph.find_nodes(op="placeholder")}
+    names: dict[str, str] = {}
+    for input_name in user_input_names(program):
+        fake = placeholders[input_name].meta.get("val")
+        if not isinstance(fake, torch.Tensor):
+            continue
+        for axis, size in enumerate(fake.shape):
+            if isinstance(size, torch.SymInt) and size.node.expr.is_symbol:
+                names.setdefault(str(size.node.expr), f"{input_name}_dim{axis}")
+    return names
+
+
+def static_dims(program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, dict[int, str]]:
+    """For ``dynamic_shapes="auto"``: the input dims torch kept static, and why."""
+    placeholders = {n.name: n for n in program.graph.find_nodes(op="placeholder")}
+    leaves = flatten_inputs(program, args, kwargs)
+    result: dict[str, dict[int, str]] = {}
+    for input_name, leaf in zip(user_input_names(program), leaves):
+        fake = placeholders[input_name].meta.get("val")
+        if not isinstance(fake, torch.Tensor) or not isinstance(leaf, torch.Tensor):
+            continue
+        for axis, size in enumerate(fake.shape):
+            if isinstance(size, torch.SymInt) and not size.node.expr.is_number:
+                continue
+            size = int(size)
+            if size in (0, 1):
+                why = f"size {size}: torch specializes sizes 0 and 1 (give an example with a larger size)"
+            else:
+                why = f"the model's code fixes it to {size} (torch specialized it while tracing)"
+            result.setdefault(input_name, {})[axis] = why
+    return result
