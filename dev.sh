@@ -30,7 +30,18 @@ case "${1:-}" in
         .venv/bin/ruff check .
         .venv/bin/ruff format --check .
         .venv/bin/mypy
-        HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest -n 2 "${@:2}"
+        # A fresh hypothesis seed each run, so CI explores; printed so a failure can be replayed.
+        seed="${HYPOTHESIS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+        echo "hypothesis seed: $seed (replay: HYPOTHESIS_SEED=$seed ./dev.sh test ...)"
+        # The whole suite also proves every registration of every pack it tests.
+        prove=()
+        if [ $# -le 1 ]; then
+            for pack in aten hops decomp fusions template pt2onnx_ort pt2onnx_ort.attention; do
+                prove+=(--pt2onnx-prove "$pack")
+            done
+        fi
+        HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest -n 2 \
+            --hypothesis-seed="$seed" "${prove[@]}" "${@:2}"
         ;;
     *)
         echo "usage: ./dev.sh demo | ./dev.sh test [pytest args]" >&2

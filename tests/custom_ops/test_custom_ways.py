@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import pt2onnx
 from pt2onnx.errors import UnsupportedOpsError
 from pt2onnx.plugin import hookimpl
-from pt2onnx.testing import assert_exports_like_eager, covers, shapes, tensors
+from pt2onnx.testing import assert_exports_like_eager, shapes, tensors
 from pt2onnx.translate import UnknownCustomOpWarning
 
 # -- the ops: one defined with torch.library.custom_op, one with Library.define + register_fake
@@ -82,7 +82,6 @@ def _nodes(result: pt2onnx.ExportResult) -> list[tuple[str, str]]:
     return [(n.domain, n.op_type) for n in result.model_proto.graph.node]
 
 
-@covers("pt2onnx_test::scaled_relu")
 @given(x=tensors(shapes(min_rank=1, max_rank=3), "float32"))
 def test_expand_emits_standard_onnx_ops(x):
     result = assert_exports_like_eager(ScaledRelu(), (x,), plugins=[Expand()], expect_ops=["pt2onnx_test::scaled_relu"])
@@ -90,7 +89,6 @@ def test_expand_emits_standard_onnx_ops(x):
     assert {u.plugin for u in result.report.ops if u.op.startswith("pt2onnx_test::")} == {f"{__name__}.Expand"}
 
 
-@covers("pt2onnx_test::bias_gelu")
 @given(data=st.data(), shape=shapes(min_rank=1, max_rank=3))
 def test_custom_domain_emits_one_typed_node(data, shape):
     x = data.draw(tensors(shape, "float32"))
@@ -147,7 +145,6 @@ class QuickGeluDomain:
         )
 
 
-@covers("pt2onnx_test::quick_gelu")
 @given(x=tensors(shapes(min_rank=1, max_rank=3), "float32"), alpha=st.floats(0.5, 2.0))
 def test_custom_domain_attributes(x, alpha):
     class Model(torch.nn.Module):
@@ -182,7 +179,6 @@ class SkipLayerNormDomain:
         )
 
 
-@covers("pt2onnx_test::skip_layer_norm")
 @settings(max_examples=4)
 @given(data=st.data(), with_beta=st.booleans(), with_bias=st.booleans())
 def test_custom_domain_keeps_optional_inputs_in_place(data, with_beta, with_bias):
@@ -204,7 +200,6 @@ def test_custom_domain_keeps_optional_inputs_in_place(data, with_beta, with_bias
         assert node.input[3] == ""
 
 
-@covers("pt2onnx_test::scaled_relu")
 @settings(max_examples=3)  # each example re-traces the program
 @given(x=tensors(shapes(min_rank=1, max_rank=3), "float32"))
 def test_decompose_into_aten_ops(x):

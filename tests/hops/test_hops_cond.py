@@ -6,7 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from pt2onnx.testing import assert_exports_like_eager, covers, tensors
+from pt2onnx.testing import assert_exports_like_eager, tensors
 
 N = torch.export.Dim("n", min=2, max=64)
 MODES = pytest.mark.parametrize("strict", [False, True], ids=["nonstrict", "strict"])
@@ -39,7 +39,6 @@ class FlagPredicate(torch.nn.Module):
         return torch.cond(flag, lambda x: x + 1, lambda x: x * x, (x,))
 
 
-@covers("higher_order::cond")
 @MODES
 @given(x=tensors(shape=(3, 4), dtype="float32"))
 @settings(max_examples=4)

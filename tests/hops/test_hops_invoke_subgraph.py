@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pt2onnx.testing import assert_exports_like_eager, covers
+from pt2onnx.testing import assert_exports_like_eager
 
 MODES = pytest.mark.parametrize("strict", [False, True], ids=["nonstrict", "strict"])
 N = torch.export.Dim("n", min=2, max=64)
@@ -25,7 +25,6 @@ class Twice(torch.nn.Module):
         return block(block(x, self.w), self.w * 2)
 
 
-@covers("higher_order::invoke_subgraph")
 @MODES
 def test_region_is_a_local_function_called_per_use(strict):
     result = assert_exports_like_eager(

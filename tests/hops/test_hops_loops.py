@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch._higher_order_ops.while_loop import while_loop
 
-from pt2onnx.testing import assert_exports_like_eager, covers
+from pt2onnx.testing import assert_exports_like_eager
 
 N = torch.export.Dim("n", min=2, max=64)
 MODES = pytest.mark.parametrize("strict", [False, True], ids=["nonstrict", "strict"])
@@ -38,7 +38,6 @@ class WithClosure(torch.nn.Module):
         return while_loop(cond_fn, body_fn, (torch.zeros((), dtype=torch.int64), x))
 
 
-@covers("higher_order::while_loop")
 @MODES
 def test_while_loop_data_dependent_trip_count(strict):
     x = torch.randn(3, 4)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch._higher_order_ops.map import map as hop_map
 
-from pt2onnx.testing import assert_exports_like_eager, covers
+from pt2onnx.testing import assert_exports_like_eager
 
 N = torch.export.Dim("n", min=2, max=64)
 MODES = pytest.mark.parametrize("strict", [False, True], ids=["nonstrict", "strict"])
@@ -20,7 +20,6 @@ class MapTwoOutputs(torch.nn.Module):
         return hop_map(body, xs, y)
 
 
-@covers("higher_order::map_impl")
 @MODES
 def test_map_dynamic_length(strict):
     xs, y = torch.randn(4, 3), torch.randn(3)

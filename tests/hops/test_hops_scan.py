@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch._higher_order_ops.scan import scan
 
-from pt2onnx.testing import assert_exports_like_eager, covers
+from pt2onnx.testing import assert_exports_like_eager
 
 N = torch.export.Dim("n", min=2, max=64)
 MODES = pytest.mark.parametrize("strict", [False, True], ids=["nonstrict", "strict"])
@@ -32,7 +32,6 @@ class CumulativeScan(torch.nn.Module):
         return total, biggest, doubled, gap
 
 
-@covers("higher_order::scan")
 @MODES
 @pytest.mark.parametrize("dim, reverse", [(0, False), (1, True)])
 def test_scan_carries_outputs_dim_reverse(strict, dim, reverse):

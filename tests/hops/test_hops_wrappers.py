@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pt2onnx.testing import assert_exports_like_eager, covers
+from pt2onnx.testing import assert_exports_like_eager
 
 
 class NoGradInside(torch.nn.Module):
@@ -25,7 +25,6 @@ class AutocastInside(torch.nn.Module):
         return z.float() + 1
 
 
-@covers("higher_order::wrap_with_set_grad_enabled")
 def test_set_grad_enabled_is_inlined():
     torch.set_grad_enabled(True)
     result = assert_exports_like_eager(
@@ -34,7 +33,6 @@ def test_set_grad_enabled_is_inlined():
     assert not any(n.op_type in {"If", "Loop", "Scan"} for n in result.model.graph)
 
 
-@covers("higher_order::wrap_with_autocast")
 def test_autocast_is_inlined():
     assert_exports_like_eager(
         AutocastInside(),

@@ -12,7 +12,7 @@ import pt2onnx_ort
 import pt2onnx_ort.attention
 from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.registry import session_registry
-from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
 
 def _ops(result, domain="com.microsoft"):
@@ -30,7 +30,6 @@ class Attention(torch.nn.Module):
         )
 
 
-@covers("aten::scaled_dot_product_attention.default")
 @given(
     data=st.data(),
     batch=st.integers(1, 2),
@@ -58,7 +57,6 @@ def test_sdpa_as_multi_head_attention(data, batch, heads, seq, kv_seq, size, mas
     assert _ops(result) == ["MultiHeadAttention"]
 
 
-@covers("aten::scaled_dot_product_attention.default")
 @settings(max_examples=3)
 @given(data=st.data(), seq=st.integers(2, 6))
 def test_causal_sdpa_with_dynamic_batch_and_sequence(data, seq):
@@ -75,7 +73,6 @@ def test_causal_sdpa_with_dynamic_batch_and_sequence(data, seq):
     assert _ops(result) == ["MultiHeadAttention"]
 
 
-@covers("aten::gelu.default")
 @given(x=tensors(dtype=dtypes(["float32", "float16", "bfloat16"])), tanh=st.booleans())
 def test_gelu(x, tanh):
     approximate = "tanh" if tanh else "none"
@@ -85,7 +82,6 @@ def test_gelu(x, tanh):
     assert _ops(result) == (["FastGelu"] if tanh and x.dim() else [])
 
 
-@covers("aten::gelu.default")
 @settings(max_examples=4)
 @given(x=tensors(dtype="float64"))
 def test_gelu_tanh_float64_is_the_formula(x):

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pt2onnx_template.plugin
-from pt2onnx.testing import assert_exports_like_eager, covers, tensors
+from pt2onnx.testing import assert_exports_like_eager, tensors
 from pt2onnx_template.ops import scaled_swish
 
 
@@ -20,7 +20,6 @@ class Model(torch.nn.Module):
         return scaled_swish(x, self.beta)
 
 
-@covers("template::scaled_swish")
 @given(x=tensors(dtype=st.sampled_from([torch.float32, torch.float64])), beta=st.floats(-2.0, 2.0))
 def test_scaled_swish(x, beta):
     # plugins=[...] makes the test independent of whether the pack is installed.

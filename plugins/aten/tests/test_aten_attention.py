@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pt2onnx.errors import UnsupportedArgumentError
-from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
 ATOL = {torch.float16: 2e-2, torch.bfloat16: 1e-1}
 
@@ -49,7 +49,6 @@ def attention_cases(draw):
     return q, k, v, mask, dict(is_causal=kind == "causal", scale=scale, enable_gqa=gqa)
 
 
-@covers("aten::scaled_dot_product_attention.default")
 @given(case=attention_cases(), opset=st.sampled_from([18, 26]))
 def test_scaled_dot_product_attention(case, opset):
     q, k, v, mask, options = case

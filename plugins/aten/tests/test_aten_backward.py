@@ -8,10 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_modules import Variadic as Call
-from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
 
-@covers("aten::max_pool2d_with_indices_backward.default")
 @given(data=st.data(), dtype=dtypes(("float32", "float64")), kernel=st.integers(1, 3), stride=st.integers(1, 3))
 def test_max_pool2d_backward(data, dtype, kernel, stride):
     x = data.draw(tensors((2, 2, data.draw(st.integers(kernel, 6)), data.draw(st.integers(kernel, 6))), dtype))
@@ -22,7 +21,6 @@ def test_max_pool2d_backward(data, dtype, kernel, stride):
     assert_exports_like_eager(model, (grad, x, indices), expect_ops=["aten::max_pool2d_with_indices_backward"])
 
 
-@covers("aten::_adaptive_avg_pool2d_backward.default")
 @given(data=st.data(), dtype=dtypes(("float32", "float64")))
 def test_adaptive_avg_pool2d_backward(data, dtype):
     sizes = [data.draw(st.integers(1, 6)) for _ in range(2)]
@@ -33,7 +31,6 @@ def test_adaptive_avg_pool2d_backward(data, dtype):
     assert_exports_like_eager(model, (grad, x), expect_ops=["aten::_adaptive_avg_pool2d_backward"])
 
 
-@covers("aten::embedding_dense_backward.default")
 @given(data=st.data(), dtype=dtypes(("float32", "float64")), padding_idx=st.sampled_from([-1, 0, 2]))
 def test_embedding_dense_backward(data, dtype, padding_idx):
     num = data.draw(st.integers(3, 6))
@@ -43,7 +40,6 @@ def test_embedding_dense_backward(data, dtype, padding_idx):
     assert_exports_like_eager(model, (grad, indices), expect_ops=["aten::embedding_dense_backward"])
 
 
-@covers("aten::native_layer_norm_backward.default")
 @given(
     data=st.data(),
     dtype=dtypes(("float32", "float64")),

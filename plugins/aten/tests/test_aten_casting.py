@@ -6,7 +6,7 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, dtypes, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dtypes, shapes, tensors
 
 aten = torch.ops.aten
 
@@ -19,8 +19,7 @@ def _castable(x, dtype):
     return bool(x.isfinite().all()) and not (dtype == torch.uint8 and bool((x < 0).any()))
 
 
-@covers("aten::_to_copy.default")
-@given(x=tensors(shapes(min_side=0), dtypes(ALL_DTYPES), special=True), dtype=dtypes(ALL_DTYPES))
+@given(x=tensors(shapes(min_side=0), dtypes(ALL_DTYPES)), dtype=dtypes(ALL_DTYPES))
 def test_to_copy(x, dtype):
     assume(_castable(x, dtype))
     assert_exports_like_eager(
@@ -28,9 +27,8 @@ def test_to_copy(x, dtype):
     )
 
 
-@covers("aten::to.dtype", "aten::to.dtype_layout", "aten::type_as.default")
 @given(
-    x=tensors(shapes(min_side=0), dtypes(ALL_DTYPES), special=True),
+    x=tensors(shapes(min_side=0), dtypes(ALL_DTYPES)),
     dtype=dtypes(ALL_DTYPES),
     form=st.sampled_from(["dtype", "dtype_layout", "type_as"]),
 )
@@ -48,7 +46,6 @@ def test_to(x, dtype, form):
     assert_exports_like_eager(model, (x,), expect_ops=[expected])
 
 
-@covers("aten::scalar_tensor.default")
 @given(value=st.one_of(st.integers(-5, 5), st.floats(-5, 5, width=32), st.booleans()), dtype=dtypes(ALL_DTYPES))
 def test_scalar_tensor(value, dtype):
     assume(_castable(torch.tensor(value), dtype))
@@ -72,7 +69,6 @@ def test_scalar_tensor_of_a_symbolic_size():
     )
 
 
-@covers("aten::_local_scalar_dense.default")
 @given(x=tensors(shapes(max_rank=2)), scale=tensors((), dtypes(("float32", "float64", "int32", "int64", "bool"))))
 def test_local_scalar_dense(x, scale):
     # .item() of a 0-d tensor is a symbolic scalar (SymInt, SymFloat or SymBool) used as a number.

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lambda_modules import Variadic as Call
 from pt2onnx.errors import UnsupportedArgumentError
-from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
 CONV_DTYPES = ("float32", "float16", "bfloat16")  # onnxruntime has no float64 Conv
 
@@ -38,7 +38,6 @@ def conv_cases(draw, transposed):
     return spatial, x, w, b, stride, padding, dilation, groups, output_padding
 
 
-@covers("aten::convolution.default")
 @given(data=st.data(), transposed=st.booleans())
 def test_convolution(data, transposed):
     spatial, x, w, b, stride, padding, dilation, groups, output_padding = data.draw(conv_cases(transposed))
@@ -56,7 +55,6 @@ def test_convolution(data, transposed):
     )
 
 
-@covers("aten::conv1d.default", "aten::conv2d.default", "aten::conv3d.default")
 @given(case=conv_cases(transposed=False), unbatched=st.booleans())
 def test_conv_nd(case, unbatched):
     spatial, x, w, b, stride, padding, dilation, groups, _ = case
@@ -66,7 +64,6 @@ def test_conv_nd(case, unbatched):
     assert_exports_like_eager(model, (x,), atol=ATOL.get(x.dtype), expect_ops=[f"aten::conv{spatial}d"])
 
 
-@covers("aten::conv1d.padding", "aten::conv2d.padding", "aten::conv3d.padding")
 @given(case=conv_cases(transposed=False), padding=st.sampled_from(["same", "valid"]))
 def test_conv_string_padding(case, padding):
     spatial, x, w, b, stride, _, dilation, groups, _ = case
@@ -76,7 +73,6 @@ def test_conv_string_padding(case, padding):
     assert_exports_like_eager(model, (x,), atol=ATOL.get(x.dtype), expect_ops=[f"aten::conv{spatial}d"])
 
 
-@covers("aten::conv_transpose1d.default", "aten::conv_transpose2d.input", "aten::conv_transpose3d.input")
 @given(case=conv_cases(transposed=True), unbatched=st.booleans())
 def test_conv_transpose_nd(case, unbatched):
     spatial, x, w, b, stride, padding, dilation, groups, output_padding = case

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from lambda_modules import Binary as Fn2
 from lambda_modules import Unary as Fn
-from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 NUMERIC = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES if n != "bool"])
@@ -22,7 +22,6 @@ def _fill_value(dtype, draw):
     return draw(st.integers(0, 100))
 
 
-@covers("aten::full.default", "aten::full_like.default", "aten::new_full.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES), dtype=DTYPES)
 def test_full(data, x, dtype):
     value, own_value = _fill_value(dtype, data.draw), _fill_value(x.dtype, data.draw)
@@ -37,14 +36,6 @@ def test_full(data, x, dtype):
     assert_exports_like_eager(model, (x,), expect_ops=["aten::full", "aten::full_like", "aten::new_full"])
 
 
-@covers(
-    "aten::zeros.default",
-    "aten::ones.default",
-    "aten::zeros_like.default",
-    "aten::ones_like.default",
-    "aten::new_zeros.default",
-    "aten::new_ones.default",
-)
 @given(data=st.data(), x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES), dtype=DTYPES)
 def test_zeros_and_ones(data, x, dtype):
     size = data.draw(shapes(max_rank=3, min_side=0, max_side=3))
@@ -62,9 +53,6 @@ def test_zeros_and_ones(data, x, dtype):
     assert_exports_like_eager(model, (x,), expect_ops=ops)
 
 
-@covers(
-    "aten::empty.memory_format", "aten::empty_strided.default", "aten::empty_like.default", "aten::new_empty.default"
-)
 @given(x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES))
 def test_empty_is_zeros(x):
     # torch leaves empty tensors undefined; the exported model fills them with zeros, so
@@ -84,7 +72,6 @@ def test_empty_is_zeros(x):
         assert not out.any()
 
 
-@covers("aten::fill.Scalar", "aten::fill.Tensor", "aten::copy.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES), dtype=DTYPES)
 def test_fill_and_copy(data, x, dtype):
     value = _fill_value(x.dtype, data.draw)
@@ -99,7 +86,6 @@ def test_fill_and_copy(data, x, dtype):
     assert_exports_like_eager(model, (x, src), expect_ops=["aten::fill.Scalar", "aten::fill.Tensor", "aten::copy"])
 
 
-@covers("aten::masked_fill.Scalar", "aten::masked_fill.Tensor")
 @given(data=st.data(), x=tensors(shapes(max_rank=4, min_side=0, max_side=3), DTYPES), tensor_value=st.booleans())
 def test_masked_fill(data, x, tensor_value):
     mask_shape = tuple(data.draw(st.sampled_from([1, n])) for n in x.shape)[data.draw(st.integers(0, x.dim())) :]
@@ -125,7 +111,6 @@ def test_attention_mask_of_dynamic_length():
     )
 
 
-@covers("aten::arange.start_step", "aten::arange.start", "aten::arange.default")
 @given(
     data=st.data(),
     start=st.integers(-5, 5),

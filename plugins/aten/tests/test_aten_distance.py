@@ -9,12 +9,11 @@ from hypothesis import strategies as st
 
 from lambda_modules import Variadic as Call
 from pt2onnx.errors import UnsupportedArgumentError
-from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
 P = st.sampled_from([0.0, 1.0, 2.0, 3.0, 0.5, float("inf")])
 
 
-@covers("aten::_cdist_forward.default", "aten::cdist.default")
 @given(data=st.data(), p=P, dtype=dtypes(("float32", "float64")), core=st.booleans())
 def test_cdist(data, p, dtype, core):
     batch = [data.draw(st.integers(1, 2)) for _ in range(data.draw(st.integers(0, 2)))]
@@ -28,7 +27,6 @@ def test_cdist(data, p, dtype, core):
     assert_exports_like_eager(model, (x1, x2), expect_ops=[expect])
 
 
-@covers("aten::_pdist_forward.default", "aten::pdist.default")
 @given(data=st.data(), p=P, dtype=dtypes(("float32", "float64")), core=st.booleans())
 def test_pdist(data, p, dtype, core):
     x = data.draw(tensors((data.draw(st.integers(2, 5)), data.draw(st.integers(1, 4))), dtype))
@@ -45,7 +43,6 @@ def test_pdist(data, p, dtype, core):
     )
 
 
-@covers("aten::native_dropout.default")
 @given(x=tensors(dtype=dtypes()), p=st.sampled_from([0.0, 0.3, 1.0]), train=st.sampled_from([False, True]))
 def test_native_dropout(x, p, train):
     model = Call(lambda x: torch.ops.aten.native_dropout(x, p, train))

@@ -8,12 +8,11 @@ from hypothesis import strategies as st
 
 from lambda_modules import Binary as Fn2
 from lambda_modules import Unary as Fn
-from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, dims, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 
 
-@covers("aten::cat.default")
 @given(data=st.data(), shape=shapes(min_rank=1, max_rank=4, max_side=3), a=DTYPES, b=DTYPES)
 def test_cat_promotes_and_joins_along_any_dim(data, shape, a, b):
     d = data.draw(dims(len(shape)))
@@ -42,7 +41,6 @@ def test_cat_along_a_dynamic_dim():
     )
 
 
-@covers("aten::stack.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES), b=DTYPES)
 def test_stack(data, x, b):
     d = data.draw(st.integers(-x.dim() - 1, x.dim()))
@@ -50,7 +48,6 @@ def test_stack(data, x, b):
     assert_exports_like_eager(Fn2(lambda s, t: torch.stack([s, t], d)), (x, y), expect_ops=["aten::stack"])
 
 
-@covers("aten::split_with_sizes.default")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=3, max_side=5), DTYPES))
 def test_split_with_sizes(data, x):
     d = data.draw(dims(x.dim()))
@@ -60,7 +57,6 @@ def test_split_with_sizes(data, x):
     assert_exports_like_eager(Fn(lambda t: t.split(sizes, d)), (x,), expect_ops=["aten::split_with_sizes"])
 
 
-@covers("aten::split.Tensor")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=3, max_side=6), DTYPES))
 def test_split(data, x):
     d = data.draw(dims(x.dim()))
@@ -68,7 +64,6 @@ def test_split(data, x):
     assert_exports_like_eager(Fn(lambda t: t.split(size, d)), (x,), expect_ops=["aten::split.Tensor"])
 
 
-@covers("aten::chunk.default")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=3, max_side=7), DTYPES))
 def test_chunk(data, x):
     d = data.draw(dims(x.dim()))
@@ -89,7 +84,6 @@ def test_split_and_chunk_of_a_tensor_with_a_dynamic_dim():
     )
 
 
-@covers("aten::unbind.int")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=4, max_side=3), DTYPES))
 def test_unbind(data, x):
     d = data.draw(dims(x.dim()))

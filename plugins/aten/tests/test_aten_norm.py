@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import pt2onnx
 from lambda_modules import Unary as Call
-from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, shapes, tensors
+from pt2onnx.testing import assert_exports_like_eager, dtypes, shapes, tensors
 
 NORM_DTYPES = ("float32", "float16", "bfloat16", "float64")
 BATCH = ({0: torch.export.Dim("batch")},)
@@ -24,7 +24,6 @@ def _maybe(data, shape, dtype):
     return data.draw(st.none() | tensors(shape, dtype))
 
 
-@covers("aten::layer_norm.default", "aten::native_layer_norm.default")
 @given(data=st.data(), dtype=dtypes(NORM_DTYPES), native=st.booleans(), opset=st.sampled_from([18, 26]))
 def test_layer_norm(data, dtype, native, opset):
     shape = (2, *data.draw(shapes(min_rank=1, max_rank=3, min_side=2)))
@@ -46,7 +45,6 @@ def test_layer_norm(data, dtype, native, opset):
     )
 
 
-@covers("aten::group_norm.default", "aten::native_group_norm.default")
 @given(data=st.data(), dtype=dtypes(NORM_DTYPES), native=st.booleans())
 def test_group_norm(data, dtype, native):
     groups = data.draw(st.integers(1, 3))
@@ -68,7 +66,6 @@ def test_group_norm(data, dtype, native):
         )
 
 
-@covers("aten::instance_norm.default")
 @given(data=st.data(), dtype=dtypes(NORM_DTYPES), use_input_stats=st.booleans())
 def test_instance_norm(data, dtype, use_input_stats):
     channels = data.draw(st.integers(1, 3))
@@ -86,7 +83,6 @@ def test_instance_norm(data, dtype, use_input_stats):
     )
 
 
-@covers("aten::rms_norm.default")
 @given(data=st.data(), dtype=dtypes(NORM_DTYPES), opset=st.sampled_from([18, 26]))
 def test_rms_norm(data, dtype, opset):
     shape = (2, *data.draw(shapes(min_rank=1, max_rank=3, min_side=2)))
@@ -102,7 +98,6 @@ def test_rms_norm(data, dtype, opset):
     )
 
 
-@covers("aten::_native_batch_norm_legit.no_stats", "aten::batch_norm.default")
 @given(data=st.data(), dtype=dtypes(("float32", "float16", "float64")))
 def test_batch_norm_batch_statistics(data, dtype):
     channels = data.draw(st.integers(1, 3))
@@ -117,7 +112,6 @@ def test_batch_norm_batch_statistics(data, dtype):
     assert_exports_like_eager(model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), decompose_all=False)
 
 
-@covers("aten::_native_batch_norm_legit_functional.default")
 @given(data=st.data(), dtype=dtypes(("float32", "float64")), training=st.booleans())
 def test_batch_norm_training_updates_running_statistics(data, dtype, training):
     channels = data.draw(st.integers(1, 3))
@@ -143,7 +137,6 @@ class LegitBatchNorm(torch.nn.Module):
         return torch.ops.aten._native_batch_norm_legit.default(x, None, None, self.mean, self.var, False, 0.1, 1e-5)[0]
 
 
-@covers("aten::_native_batch_norm_legit_no_training.default")
 @given(data=st.data(), no_training=st.booleans())
 def test_batch_norm_legit_inference(data, no_training):
     # _native_batch_norm_legit.default mutates its running statistics, so export functionalizes it.

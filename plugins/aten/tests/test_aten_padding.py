@@ -9,12 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_modules import Unary as Fn
-from pt2onnx.testing import ALL_DTYPES, FLOAT_DTYPES, assert_exports_like_eager, covers, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, FLOAT_DTYPES, assert_exports_like_eager, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 
 
-@covers("aten::constant_pad_nd.default")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=4, max_side=3), DTYPES))
 def test_constant_pad_nd(data, x):
     pairs = data.draw(st.integers(1, x.dim()))
@@ -30,14 +29,6 @@ def test_constant_pad_nd(data, x):
     assert_exports_like_eager(model, (x,), expect_ops=["aten::constant_pad_nd"])
 
 
-@covers(
-    "aten::reflection_pad1d.default",
-    "aten::reflection_pad2d.default",
-    "aten::reflection_pad3d.default",
-    "aten::replication_pad1d.default",
-    "aten::replication_pad2d.default",
-    "aten::replication_pad3d.default",
-)
 @given(data=st.data(), k=st.integers(1, 3), mode=st.sampled_from(["reflection", "replication"]))
 def test_reflection_and_replication_pads(data, k, mode):
     batch = data.draw(st.sampled_from([(2,), (1, 2)]))
@@ -48,7 +39,6 @@ def test_reflection_and_replication_pads(data, k, mode):
     assert_exports_like_eager(Fn(lambda t: fn(t, pad)), (x,), expect_ops=[f"aten::{mode}_pad{k}d"])
 
 
-@covers("aten::pad.default")
 @given(data=st.data(), mode=st.sampled_from(["constant", "reflect", "replicate", "circular"]))
 def test_pad(data, mode):
     x = data.draw(tensors(shapes(min_rank=3, max_rank=3, min_side=2, max_side=4), st.sampled_from([torch.float32])))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lambda_modules import Unary as Call
 from pt2onnx.errors import UnsupportedArgumentError
-from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
 BATCH = ({0: torch.export.Dim("batch")},)
 
@@ -39,7 +39,6 @@ def _distinct(draw, shape, dtype):
     return (perm.reshape(shape).to(torch.float64) - n / 2).to(dtype)
 
 
-@covers("aten::max_pool1d.default", "aten::max_pool2d.default", "aten::max_pool3d.default")
 @given(data=st.data(), spatial=st.integers(1, 3), dtype=dtypes(("float32", "float16", "float64", "bfloat16")))
 def test_max_pool(data, spatial, dtype):
     kernel, stride, padding, dilation, sizes, ceil_mode = data.draw(windows(spatial))
@@ -51,7 +50,6 @@ def test_max_pool(data, spatial, dtype):
     )
 
 
-@covers("aten::max_pool2d_with_indices.default", "aten::max_pool3d_with_indices.default")
 @given(
     data=st.data(), spatial=st.integers(2, 3), dtype=dtypes(("float32", "float16", "float64")), unbatched=st.booleans()
 )
@@ -64,7 +62,6 @@ def test_max_pool_with_indices(data, spatial, dtype, unbatched):
     assert_exports_like_eager(model, (x,), expect_ops=[f"aten::max_pool{spatial}d_with_indices"])
 
 
-@covers("aten::avg_pool1d.default", "aten::avg_pool2d.default", "aten::avg_pool3d.default")
 @given(
     data=st.data(),
     spatial=st.integers(1, 3),
@@ -83,7 +80,6 @@ def test_avg_pool(data, spatial, dtype, count_include_pad):
     )
 
 
-@covers("aten::avg_pool2d.default", "aten::avg_pool3d.default")
 @given(data=st.data(), spatial=st.integers(2, 3), divisor=st.integers(1, 5))
 def test_avg_pool_divisor_override(data, spatial, divisor):
     kernel, stride, padding, _, sizes, _ = data.draw(windows(spatial, dilation=False))
@@ -99,13 +95,6 @@ def test_avg_pool_divisor_override_with_partial_ceil_window_is_an_error():
         assert_exports_like_eager(model, (torch.randn(1, 1, 5, 5),))
 
 
-@covers(
-    "aten::adaptive_avg_pool1d.default",
-    "aten::adaptive_avg_pool2d.default",
-    "aten::adaptive_avg_pool3d.default",
-    "aten::_adaptive_avg_pool2d.default",
-    "aten::_adaptive_avg_pool3d.default",
-)
 @given(
     data=st.data(),
     spatial=st.integers(1, 3),

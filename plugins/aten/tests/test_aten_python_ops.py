@@ -9,7 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pt2onnx.testing import assert_exports_like_eager, covers
+from pt2onnx.testing import assert_exports_like_eager
 
 Dim = torch.export.Dim
 
@@ -27,7 +27,6 @@ def _check(model, sizes, expect_ops, *, opset=None):
     )
 
 
-@covers("operator::add", "operator::sub", "operator::mul", "operator::floordiv", "operator::mod", "operator::neg")
 @given(sizes=st.lists(st.integers(2, 12), min_size=2, max_size=2, unique=True), k=st.integers(2, 3))
 def test_int_arithmetic(sizes, k):
     def model(x):
@@ -44,16 +43,6 @@ def test_view_half_batch(opset):
     _check(lambda x: x.view(x.shape[0] // 2, -1), [4, 10, 6], ["operator::floordiv"], opset=opset)
 
 
-@covers(
-    "operator::truediv",
-    "torch::sym_float",
-    "torch::sym_int",
-    "math::ceil",
-    "math::floor",
-    "math::sqrt",
-    "math::trunc",
-    "torch::_sym_sqrt",
-)
 @given(sizes=st.lists(st.integers(2, 12), min_size=2, max_size=2, unique=True))
 def test_float_arithmetic(sizes):
     def model(x):
@@ -64,20 +53,6 @@ def test_float_arithmetic(sizes):
     _check(model, sizes, ["operator::truediv", "math::ceil"])
 
 
-@covers(
-    "operator::eq",
-    "operator::ne",
-    "operator::lt",
-    "operator::le",
-    "operator::gt",
-    "operator::ge",
-    "torch::sym_max",
-    "torch::sym_min",
-    "torch::sym_not",
-    "torch::sym_ite",
-    "operator::and_",
-    "operator::or_",
-)
 @given(sizes=st.lists(st.integers(2, 12), min_size=2, max_size=2, unique=True))
 def test_comparisons_and_logic(sizes):
     def model(x):
@@ -113,7 +88,6 @@ def test_comparisons_and_logic(sizes):
     )
 
 
-@covers("operator::pow", "torch::sym_sum", "operator::getitem")
 @given(sizes=st.lists(st.integers(2, 6), min_size=2, max_size=2, unique=True))
 def test_pow_sum_getitem(sizes):
     def model(x):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import pt2onnx
 from pt2onnx.errors import UnsupportedArgumentError
-from pt2onnx.testing import covers
+from pt2onnx.testing import record_proof
 
 
 class Sample(torch.nn.Module):
@@ -35,7 +35,6 @@ def _export(dtype, opset=21):
     return result
 
 
-@covers("aten::rand.default", "aten::randn.default", "aten::randperm.default")
 @settings(max_examples=3)
 @given(dtype=st.sampled_from([torch.float32, torch.float64, torch.float16, torch.bfloat16]), n=st.integers(2, 5))
 def test_random_ops_sample_torchs_distributions(dtype, n):
@@ -51,6 +50,7 @@ def test_random_ops_sample_torchs_distributions(dtype, n):
     assert not torch.equal(uniform, uniform2)
     assert not torch.equal(uniform, result.run(torch.zeros(n))[0])
     assert perm.dtype == torch.int64 and torch.equal(perm.sort().values, torch.arange(7 * n))
+    record_proof(result)  # the statistics above are the proof: random values cannot match eager
 
 
 def test_random_ops_at_opset_18():

@@ -7,19 +7,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_modules import Unary as Fn
-from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, dims, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 
 
-@covers("aten::flip.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=4, min_side=0, max_side=3), DTYPES))
 def test_flip(data, x):
     axes = tuple(data.draw(st.lists(dims(x.dim()), max_size=x.dim(), unique_by=lambda d: d % max(x.dim(), 1))))
     assert_exports_like_eager(Fn(lambda t: t.flip(axes)), (x,), expect_ops=["aten::flip"])
 
 
-@covers("aten::roll.default")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=3, min_side=0, max_side=4), DTYPES))
 def test_roll(data, x):
     axes = data.draw(st.lists(dims(x.dim()), max_size=x.dim()))
@@ -40,14 +38,12 @@ def test_roll_along_a_dynamic_dim():
     )
 
 
-@covers("aten::repeat.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES))
 def test_repeat(data, x):
     repeats = data.draw(st.lists(st.integers(0, 3), min_size=x.dim(), max_size=x.dim() + 2))
     assert_exports_like_eager(Fn(lambda t: t.repeat(repeats)), (x,), expect_ops=["aten::repeat"])
 
 
-@covers("aten::tril.default", "aten::triu.default")
 @given(
     x=tensors(shapes(min_rank=2, max_rank=4, min_side=0, max_side=4), DTYPES),
     diagonal=st.integers(-5, 5),

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_modules import Variadic as Call
-from pt2onnx.testing import assert_exports_like_eager, covers, dtypes, tensors
+from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
 ATOL = {torch.float16: 2e-2, torch.bfloat16: 1e-1}
 BATCH = ({0: torch.export.Dim("batch")},)
@@ -31,15 +31,6 @@ OPS = {
 }
 
 
-@covers(
-    "aten::upsample_nearest1d.vec",
-    "aten::upsample_nearest2d.vec",
-    "aten::upsample_nearest3d.vec",
-    "aten::upsample_linear1d.vec",
-    "aten::upsample_bilinear2d.vec",
-    "aten::upsample_trilinear3d.vec",
-    "aten::upsample_bicubic2d.vec",
-)
 @given(
     data=st.data(),
     spatial=st.integers(1, 3),
@@ -70,15 +61,6 @@ def test_interpolate(data, spatial, dtype, by_scale, align_corners, opset):
     )
 
 
-@covers(
-    "aten::upsample_nearest1d.default",
-    "aten::upsample_nearest2d.default",
-    "aten::upsample_nearest3d.default",
-    "aten::upsample_linear1d.default",
-    "aten::upsample_bilinear2d.default",
-    "aten::upsample_trilinear3d.default",
-    "aten::upsample_bicubic2d.default",
-)
 @given(data=st.data(), spatial=st.integers(1, 3), align_corners=st.booleans(), with_scales=st.booleans())
 def test_upsample_default_overloads(data, spatial, align_corners, with_scales):
     mode = data.draw(st.sampled_from(MODES[spatial]))
@@ -92,7 +74,6 @@ def test_upsample_default_overloads(data, spatial, align_corners, with_scales):
     _check(Call(lambda x: fn(x, *args)), (x,), "aten::" + OPS[mode].format(spatial))
 
 
-@covers("aten::pixel_shuffle.default", "aten::pixel_unshuffle.default")
 @given(
     data=st.data(),
     dtype=dtypes(("float32", "float16", "float64", "int64")),
@@ -112,7 +93,6 @@ def test_pixel_shuffle(data, dtype, batch_dims, factor, shuffle):
     _check(model, (x,), expect)
 
 
-@covers("aten::grid_sampler_2d.default", "aten::grid_sampler.default")
 @given(
     data=st.data(),
     dtype=dtypes(("float32", "float16", "float64")),
@@ -140,7 +120,6 @@ def test_grid_sample(data, dtype, mode, padding_mode, align_corners, core, opset
     _check(model, (x, grid), expect, opset=opset)
 
 
-@covers("aten::col2im.default")
 @given(data=st.data(), dtype=dtypes(("float32", "float16")), batched=st.booleans())
 def test_col2im(data, dtype, batched):
     kernel = [data.draw(st.integers(1, 3)) for _ in range(2)]

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_modules import Ternary as Fn3
-from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, dims, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 NUMERIC = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES if n != "bool"])
@@ -34,7 +34,6 @@ def scatter_case(draw, dtypes, unique):
     return x, d, index, src
 
 
-@covers("aten::scatter.src", "aten::scatter.value")
 @given(case=scatter_case(DTYPES, unique=True), use_value=st.booleans())
 def test_scatter(case, use_value):
     x, d, index, src = case
@@ -47,7 +46,6 @@ def test_scatter(case, use_value):
     assert_exports_like_eager(model, (x, index, src), expect_ops=[op])
 
 
-@covers("aten::scatter_add.default")
 @given(case=scatter_case(NUMERIC, unique=False))
 def test_scatter_add_accumulates_duplicates(case):
     x, d, index, src = case
@@ -55,7 +53,6 @@ def test_scatter_add_accumulates_duplicates(case):
     assert_exports_like_eager(model, (x, index, src), expect_ops=["aten::scatter_add"])
 
 
-@covers("aten::scatter_reduce.two")
 @given(
     case=scatter_case(NUMERIC, unique=False),
     reduce=st.sampled_from(["sum", "prod", "amax", "amin", "mean"]),
@@ -67,7 +64,6 @@ def test_scatter_reduce(case, reduce, include_self):
     assert_exports_like_eager(model, (x, index, src), expect_ops=["aten::scatter_reduce"])
 
 
-@covers("aten::select_scatter.default")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=4, max_side=3), DTYPES))
 def test_select_scatter(data, x):
     d = data.draw(dims(x.dim()))
@@ -78,7 +74,6 @@ def test_select_scatter(data, x):
     assert_exports_like_eager(model, (x, src, x), expect_ops=["aten::select_scatter"])
 
 
-@covers("aten::slice_scatter.default")
 @given(
     data=st.data(),
     x=tensors(shapes(min_rank=1, max_rank=3, min_side=0, max_side=5), DTYPES),
@@ -94,7 +89,6 @@ def test_slice_scatter(data, x, start, end, step):
     assert_exports_like_eager(model, (x, src, x), expect_ops=["aten::slice_scatter"])
 
 
-@covers("aten::masked_scatter.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=3, min_side=0, max_side=3), DTYPES))
 def test_masked_scatter(data, x):
     mask_shape = tuple(data.draw(st.sampled_from([1, n])) for n in x.shape)[data.draw(st.integers(0, x.dim())) :]

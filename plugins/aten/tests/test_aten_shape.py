@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lambda_modules import Unary as Fn
 from pt2onnx.errors import UnsupportedArgumentError
-from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, dims, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 A = torch.ops.aten
@@ -34,7 +34,6 @@ def regroupings(draw, shape):
     return out
 
 
-@covers("aten::view.default", "aten::reshape.default", "aten::_unsafe_view.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=4, min_side=0, max_side=4), DTYPES))
 def test_view_reshape(data, x):
     size = data.draw(regroupings(tuple(x.shape)))
@@ -60,7 +59,6 @@ def test_reshape_with_dynamic_sizes():
     )
 
 
-@covers("aten::flatten.using_ints")
 @given(data=st.data(), x=tensors(shapes(max_rank=5, min_side=1, max_side=3), DTYPES))
 def test_flatten(data, x):
     start = data.draw(dims(x.dim()))
@@ -68,7 +66,6 @@ def test_flatten(data, x):
     assert_exports_like_eager(Fn(lambda t: t.flatten(start, end)), (x,), expect_ops=["aten::flatten"])
 
 
-@covers("aten::sym_size.int", "aten::sym_numel.default")
 @given(batch=st.integers(2, 6), x=tensors((3, 4), DTYPES))
 def test_sym_size_and_numel(batch, x):
     model = Fn(lambda t: (t.new_zeros(t.shape[0] + 1, t.numel()), t.reshape(t.numel())))
@@ -90,7 +87,6 @@ def _replace_size(ep, target, args):
     return ep
 
 
-@covers("aten::sym_stride.int")
 @given(cols=st.integers(2, 6))
 def test_sym_stride(cols):
     # torch.export turns x.stride() into sizes; build the graph a tracer that keeps it would give.
@@ -101,7 +97,6 @@ def test_sym_stride(cols):
     assert_exports_like_eager(ep, (x,), expect_ops=["aten::sym_stride"])
 
 
-@covers("aten::sym_storage_offset.default")
 def test_sym_storage_offset():
     ep = torch.export.export(Fn(lambda t: t.new_zeros(t.shape[0])), (torch.randn(3, 4),))
     graph = ep.graph
@@ -125,7 +120,6 @@ def test_symbolic_storage_offset_is_a_clear_error():
         assert_exports_like_eager(ep, (torch.randn(3, 4),))
 
 
-@covers("aten::sym_is_contiguous.default")
 @given(x=tensors(shapes(min_rank=2, max_rank=2, min_side=2, max_side=4), DTYPES))
 def test_sym_is_contiguous(x):
     model = Fn(lambda t: (t.new_zeros(3) + A.sym_is_contiguous(t[:, :1]), t.new_ones(2) * A.sym_is_contiguous(t)))

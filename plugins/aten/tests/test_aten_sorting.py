@@ -7,12 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_modules import Unary as Fn
-from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, dims, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 
 
-@covers("aten::sort.default", "aten::sort.stable")
 @given(
     data=st.data(),
     x=tensors(shapes(max_rank=3, min_side=0, max_side=5), DTYPES, low=-2, high=2),
@@ -38,7 +37,6 @@ def distinct(draw, shape, dtype):
     return (values - n // 2).to(dtype)
 
 
-@covers("aten::topk.default")
 @given(
     data=st.data(),
     shape=shapes(min_rank=1, max_rank=3, max_side=5),

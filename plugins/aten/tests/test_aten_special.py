@@ -9,13 +9,12 @@ from hypothesis import strategies as st
 
 from lambda_modules import Unary as Fn
 from pt2onnx.errors import UnsupportedArgumentError
-from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 A = torch.ops.aten
 
 
-@covers("aten::clone.default", "aten::alias.default", "aten::detach.default", "aten::contiguous.default")
 @given(x=tensors(shapes(max_rank=4, min_side=0, max_side=3), DTYPES))
 def test_identities(x):
     model = Fn(lambda t: (t.clone(), A.alias(t), t.detach(), t.transpose(0, -1).contiguous() if t.dim() else t.clone()))
@@ -25,7 +24,6 @@ def test_identities(x):
     assert_exports_like_eager(model, (x,), expect_ops=ops)
 
 
-@covers("aten::lift_fresh_copy.default")
 @given(x=tensors(shapes(min_rank=1, max_rank=3, max_side=3), DTYPES))
 def test_tensor_constants_are_lifted(x):
     model = Fn(lambda t: torch.cat([t.flatten(), torch.tensor([1, 0], dtype=t.dtype)]))
@@ -40,7 +38,6 @@ def test_tensor_constants_are_lifted(x):
     assert_exports_like_eager(ep, (x,), expect_ops=["aten::lift_fresh_copy"])
 
 
-@covers("aten::dropout.default")
 @given(x=tensors(shapes(max_rank=3, max_side=3)), p=st.floats(0, 0.9))
 def test_dropout_in_eval_is_identity(x, p):
     model = Fn(lambda t: torch.nn.functional.dropout(t, p, training=False))
@@ -53,7 +50,6 @@ def test_dropout_in_training_is_a_clear_error():
         assert_exports_like_eager(model, (torch.randn(3),), decompose_all=False, check_model=False)
 
 
-@covers("aten::_assert_tensor_metadata.default", "aten::_assert_scalar.default")
 @given(x=tensors(shapes(min_rank=1, max_rank=3, max_side=3), st.sampled_from([torch.float32, torch.int64])))
 def test_assertions_vanish(x):
     # .to() records _assert_tensor_metadata; a boolean mask records _assert_scalar on its size.
@@ -61,7 +57,6 @@ def test_assertions_vanish(x):
     assert_exports_like_eager(model, (x,), expect_ops=["aten::_assert_tensor_metadata", "aten::_assert_scalar"])
 
 
-@covers("aten::sym_constrain_range.default", "aten::sym_constrain_range_for_size.default")
 @given(rows=st.integers(2, 6))
 def test_range_constraints_vanish(rows):
     # torch.export folds these into its range constraints; re-traced programs still carry

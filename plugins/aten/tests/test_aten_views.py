@@ -10,12 +10,11 @@ from hypothesis import strategies as st
 from lambda_modules import Binary as Fn2
 from lambda_modules import Unary as Fn
 from pt2onnx.errors import UnsupportedArgumentError
-from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, covers, dims, shapes, tensors
+from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
 
 
-@covers("aten::permute.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=5, min_side=0, max_side=3), DTYPES))
 def test_permute(data, x):
     perm = data.draw(st.permutations(range(x.dim())))
@@ -23,14 +22,12 @@ def test_permute(data, x):
     assert_exports_like_eager(Fn(lambda t: t.permute(perm)), (x,), expect_ops=["aten::permute"] if x.dim() else [])
 
 
-@covers("aten::transpose.int")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=4, min_side=0), DTYPES))
 def test_transpose(data, x):
     a, b = data.draw(dims(x.dim())), data.draw(dims(x.dim()))
     assert_exports_like_eager(Fn(lambda t: t.transpose(a, b)), (x,), expect_ops=["aten::transpose.int"])
 
 
-@covers("aten::movedim.int", "aten::movedim.intlist")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=5, max_side=3), DTYPES))
 def test_movedim(data, x):
     rank = x.dim()
@@ -44,7 +41,6 @@ def test_movedim(data, x):
     assert_exports_like_eager(Fn(lambda t: torch.movedim(t, src, dst)), (x,), expect_ops=[op])
 
 
-@covers("aten::expand.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=3, max_side=3), DTYPES))
 def test_expand(data, x):
     lead = data.draw(st.lists(st.integers(0, 3), max_size=2))
@@ -53,7 +49,6 @@ def test_expand(data, x):
     assert_exports_like_eager(Fn(lambda t: t.expand([*lead, *own])), (x,), expect_ops=["aten::expand"])
 
 
-@covers("aten::expand_as.default")
 @given(x=tensors(shapes(min_rank=2, max_rank=2, max_side=3), DTYPES))
 def test_expand_as(x):
     assert_exports_like_eager(Fn(lambda t: t[:1].expand_as(t)), (x,), expect_ops=["aten::expand_as"])
@@ -72,7 +67,6 @@ def test_expand_to_a_dynamic_size():
     )
 
 
-@covers("aten::squeeze.dim", "aten::squeeze.dims", "aten::squeeze.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=4, min_side=0, max_side=2), DTYPES))
 def test_squeeze(data, x):
     kind = data.draw(st.sampled_from(["default", "dim", "dims"]))
@@ -95,14 +89,12 @@ def test_squeeze_of_a_symbolic_dim_keeps_it():
     assert_exports_like_eager(model, (x,), dynamic_shapes=({0: batch},), other_inputs=[((torch.randn(5, 1, 2),), {})])
 
 
-@covers("aten::unsqueeze.default")
 @given(data=st.data(), x=tensors(shapes(max_rank=4, min_side=0, max_side=3), DTYPES))
 def test_unsqueeze(data, x):
     d = data.draw(st.integers(-x.dim() - 1, x.dim()))
     assert_exports_like_eager(Fn(lambda t: t.unsqueeze(d)), (x,), expect_ops=["aten::unsqueeze"])
 
 
-@covers("aten::select.int")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=4, max_side=4), DTYPES))
 def test_select(data, x):
     d = data.draw(dims(x.dim()))
@@ -114,7 +106,6 @@ def test_select(data, x):
 BOUNDS = st.one_of(st.none(), st.integers(-7, 7), st.sampled_from([-(2**62), 2**62]))
 
 
-@covers("aten::slice.Tensor")
 @given(
     data=st.data(),
     x=tensors(shapes(min_rank=1, max_rank=4, min_side=0, max_side=6), DTYPES),
@@ -155,7 +146,6 @@ def test_slice_of_a_dynamic_dim_from_the_end():
     )
 
 
-@covers("aten::narrow.default")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=3, max_side=5), DTYPES))
 def test_narrow(data, x):
     d = data.draw(dims(x.dim()))
@@ -165,7 +155,6 @@ def test_narrow(data, x):
     assert_exports_like_eager(Fn(lambda t: t.narrow(d, start, length)), (x,), expect_ops=["aten::narrow"])
 
 
-@covers("aten::unflatten.int")
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=3, max_side=3), DTYPES))
 def test_unflatten(data, x):
     d = data.draw(dims(x.dim()))
@@ -174,7 +163,6 @@ def test_unflatten(data, x):
     assert_exports_like_eager(Fn(lambda t: t.unflatten(d, sizes)), (x,), expect_ops=["aten::unflatten"])
 
 
-@covers("aten::diagonal.default")
 @given(
     data=st.data(), x=tensors(shapes(min_rank=2, max_rank=4, min_side=0, max_side=4), DTYPES), offset=st.integers(-5, 5)
 )
@@ -197,7 +185,6 @@ def test_diagonal_of_dynamic_sizes():
     )
 
 
-@covers("aten::as_strided.default")
 @given(x=tensors(shapes(min_rank=1, max_rank=3, min_side=2, max_side=4), DTYPES), data=st.data())
 def test_as_strided(x, data):
     numel = x.numel()

@@ -1,0 +1,60 @@
+"""Testing converters: hypothesis strategies, ``assert_exports_like_eager`` and proofs that can fail.
+
+Public so that third-party packs test their converters exactly as the builtin ones::
+
+    import torch
+    from hypothesis import given
+    from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
+
+    @given(x=tensors(dtype=dtypes(["float32", "float16"])))
+    def test_gelu(x):
+        assert_exports_like_eager(torch.nn.GELU(), (x,), expect_ops={"aten::gelu": "mypack"})
+
+and, in the pack's CI, ``pytest --pt2onnx-prove mypack``: the session fails unless every
+converter ``mypack`` registers converted a node in a passing test whose export matched
+eager (the pytest plugin this package installs, :mod:`pt2onnx.testing.pytest_plugin`).
+
+What each guarantee rests on (the tests that prove it):
+
+* a registration counts as proven only through a passing, verified export of the
+  plugin's own function — ``tests/test_testing_proofs.py``;
+* each output is compared by its own dtype, integers exactly —
+  ``tests/test_testing_harness.py::test_integer_outputs_are_compared_exactly``;
+* a converter output whose static shape disagrees with torch's stops the export —
+  ``tests/test_testing_harness.py::test_a_wrong_static_shape_stops_the_export``;
+* every dim dynamic and a second input of other sizes, by default —
+  ``tests/test_testing_harness.py::test_dynamic_by_default_checks_other_sizes``;
+* edge values by default — ``tests/test_testing_strategies.py``.
+"""
+
+from __future__ import annotations
+
+from ..runtime import TOLERANCES
+from .harness import assert_exports_like_eager, other_sizes, record_proof
+from .strategies import (
+    ALL_DTYPES,
+    EDGE_KINDS,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    broadcast_shapes,
+    dims,
+    dtypes,
+    shapes,
+    tensors,
+)
+
+__all__ = [
+    "ALL_DTYPES",
+    "EDGE_KINDS",
+    "FLOAT_DTYPES",
+    "INT_DTYPES",
+    "TOLERANCES",
+    "assert_exports_like_eager",
+    "broadcast_shapes",
+    "dims",
+    "dtypes",
+    "other_sizes",
+    "record_proof",
+    "shapes",
+    "tensors",
+]

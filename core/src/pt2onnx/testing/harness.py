@@ -1,0 +1,213 @@
+"""``assert_exports_like_eager``: export, run in onnxruntime, compare with eager PyTorch.
+
+By default the model is exported with every dim dynamic (``dynamic_shapes="auto"``) and
+checked on the example and on a second input whose symbolic dims all have other sizes,
+so a converter's symbolic-size branch is proven on every test, not only its static one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import onnx
+import torch
+import torch.utils._pytree as pytree
+
+from ..export import export
+from ..opnames import normalize_op_name
+from ..result import ExportResult
+from ..signature import flatten_inputs, normalize_args, user_input_names
+from .record import record
+
+__all__ = ["assert_exports_like_eager", "other_sizes", "record_proof"]
+
+Inputs = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def assert_exports_like_eager(
+    model: Any,
+    args: Any,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    other_inputs: Sequence[Inputs] = (),
+    dynamic: bool = True,
+    atol: float | None = None,
+    rtol: float | None = None,
+    check_model: bool = True,
+    expect_ops: Iterable[str] | Mapping[str, str] = (),
+    **export_options: Any,
+) -> ExportResult:
+    """Export ``model`` through the full pipeline, run it in onnxruntime and compare with eager.
+
+    Each output is compared by its own dtype (integers and bools exactly, floats within
+    their dtype's tolerance, or ``atol``/``rtol``); shapes, dtypes and the positions of
+    NaN and inf must agree exactly.
+
+    Args:
+        other_inputs: further ``(args, kwargs)`` checked on the same exported model.
+            Without ``dynamic_shapes``, the dims that differ from ``args`` are dynamic.
+        dynamic: when neither ``dynamic_shapes`` nor ``other_inputs`` is given, export with
+            ``dynamic_shapes="auto"`` and also check an input whose symbolic dims all
+            have other sizes (:func:`other_sizes`). ``dynamic=False`` exports the
+            example's sizes only; a test that needs it says why.
+        expect_ops: op names (``aten::add`` matches every overload) the export must have
+            converted, so a test cannot pass without exercising its converter; a mapping
+            ``{op: plugin}`` also names the plugin that must have converted each.
+        export_options: go to :func:`pt2onnx.export`.
+
+    When the test passes, the pytest plugin of :mod:`pt2onnx.testing` counts every
+    registration that did work in this export (converter, lowering, custom-op handler,
+    applied decomposition, rewrite that changed the graph) as proven.
+
+    Returns the export result.
+    """
+    args, kwargs = normalize_args(args), dict(kwargs or {})
+    checks: list[Inputs] = [(args, kwargs), *((normalize_args(a), dict(k or {})) for a, k in other_inputs)]
+    if "dynamic_shapes" not in export_options:
+        if other_inputs:
+            export_options["other_inputs"] = checks[1:]
+        elif dynamic:
+            export_options["dynamic_shapes"] = "auto"
+    if isinstance(model, torch.nn.Module):
+        model = model.eval()
+    result = export(model, args, kwargs, **export_options)
+    _check_expected_ops(result, expect_ops)
+    if check_model:
+        onnx.checker.check_model(result.model_proto, full_check=True)
+    if export_options.get("dynamic_shapes") == "auto":
+        grown = other_sizes(result, args, kwargs)
+        if grown is not None:
+            checks.append(grown)
+    for call_args, call_kwargs in checks:
+        check = result.verify(*call_args, _atol=atol, _rtol=rtol, **call_kwargs)
+        if not check.ok:
+            raise AssertionError(
+                f"ONNX model differs from eager PyTorch:\n{check}\n"
+                f"inputs: {_describe(call_args)}\nexport report:\n{result.report}"
+            )
+    record(result.report.contributions)
+    return result
+
+
+def record_proof(result: ExportResult) -> None:
+    """Count ``result``'s contributions as proven if the calling test passes.
+
+    For tests that check the exported model's outputs themselves because they cannot
+    equal eager's (random ops, checked by their statistics); every other test proves
+    through :func:`assert_exports_like_eager`.
+    """
+    record(result.report.contributions)
+
+
+def _check_expected_ops(result: ExportResult, expect_ops: Iterable[str] | Mapping[str, str]) -> None:
+    providers = expect_ops if isinstance(expect_ops, Mapping) else dict.fromkeys(expect_ops)
+    converted = {(u.op, u.plugin) for u in result.report.ops}
+    for expected_op, plugin in providers.items():
+        name = normalize_op_name(expected_op)
+        found = {p for op, p in converted if op == name or op.startswith(f"{name}.")}
+        if not found:
+            raise AssertionError(f"expected {name} in the exported graph; converted ops: {sorted(converted)}")
+        if plugin is not None and plugin not in found:
+            raise AssertionError(f"expected {name} to be converted by plugin {plugin!r}, but {sorted(found)} did")
+
+
+def other_sizes(result: ExportResult, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Inputs | None:
+    """The example inputs with the symbolic dims of the exported program at other sizes.
+
+    Each input grows (or shrinks) along its symbolic dims by repeating its own slices, so
+    index-like inputs stay valid. A size counts only where the captured program's shape
+    guards accept it and eager PyTorch computes outputs of the program's structure and
+    shapes with it. All symbols are moved together if possible, else one at a time. None
+    when no symbolic dim can take another size: torch kept it symbolic but guarded it to
+    the example's value, so it is static in all but name.
+    """
+    program = result.program
+    leaves = flatten_inputs(program, args, kwargs)
+    placeholders = {n.name: n for n in program.graph.find_nodes(op="placeholder")}
+    fakes = [placeholders[name].meta.get("val") for name in user_input_names(program)]
+    symbols: dict[Any, int] = {}  # sympy symbols (torch's) -> example sizes
+    for fake, leaf in zip(fakes, leaves):
+        for expr, size in _symbolic_sizes(fake, leaf):
+            if expr.is_symbol:
+                symbols.setdefault(expr, size)
+    if not symbols:
+        return None
+    eager = result._eager if result._eager is not None else program.module()
+    guarded = program.module()
+
+    def attempt(changed: dict[Any, int]) -> Inputs | None:
+        values = {**symbols, **changed}
+        grown = [_resize(leaf, fake, values) for fake, leaf in zip(fakes, leaves)]
+        grown += leaves[len(fakes) :]
+        new_args, new_kwargs = pytree.tree_unflatten(grown, program.call_spec.in_spec)
+        try:
+            with torch.no_grad():
+                traced = guarded(*_cloned(new_args), **_cloned(new_kwargs))
+                expected = eager(*_cloned(new_args), **_cloned(new_kwargs))
+        except Exception:  # noqa: BLE001 - the guards (or eager) say this size is not valid
+            return None
+        return (tuple(new_args), dict(new_kwargs)) if _same_layout(traced, expected) else None
+
+    steps = (1, -1, 2, -2, 3, -3, 5)
+    for step in steps:
+        moved = {s: v + step for s, v in symbols.items()}
+        if all(v >= 2 and _in_range(program, s, v) for s, v in moved.items()):
+            found = attempt(moved)
+            if found is not None:
+                return found
+    for symbol, value in symbols.items():
+        for step in steps:
+            if value + step >= 2 and _in_range(program, symbol, value + step):
+                found = attempt({symbol: value + step})
+                if found is not None:
+                    return found
+    return None
+
+
+def _same_layout(a: Any, b: Any) -> bool:
+    """Same output structure and shapes: torch's guards were sound for these sizes."""
+    a_leaves, a_spec = pytree.tree_flatten(a)
+    b_leaves, b_spec = pytree.tree_flatten(b)
+    return a_spec == b_spec and all(
+        not isinstance(x, torch.Tensor) or (isinstance(y, torch.Tensor) and x.shape == y.shape)
+        for x, y in zip(a_leaves, b_leaves)
+    )
+
+
+def _symbolic_sizes(fake: Any, leaf: Any) -> list[tuple[Any, int]]:
+    if isinstance(fake, torch.Tensor) and isinstance(leaf, torch.Tensor):
+        sizes: list[Any] = list(fake.shape)
+        return [(s.node.expr, leaf.shape[i]) for i, s in enumerate(sizes) if isinstance(s, torch.SymInt)]
+    if isinstance(fake, torch.SymInt) and isinstance(leaf, int):
+        return [(fake.node.expr, leaf)]
+    return []
+
+
+def _in_range(program: Any, symbol: Any, value: int) -> bool:
+    bounds = program.range_constraints.get(symbol)
+    return bounds is None or bool(bounds.lower <= value <= bounds.upper)
+
+
+def _resize(leaf: Any, fake: Any, values: dict[Any, int]) -> Any:
+    if isinstance(fake, torch.SymInt) and isinstance(leaf, int):
+        return int(fake.node.expr.subs(values))
+    if not isinstance(fake, torch.Tensor) or not isinstance(leaf, torch.Tensor):
+        return leaf
+    for axis, size in enumerate(fake.shape):
+        if isinstance(size, torch.SymInt):
+            new = int(size.node.expr.subs(values))
+            old = leaf.shape[axis]
+            if new != old and old > 0:
+                leaf = leaf.index_select(axis, torch.arange(new) % old)
+    return leaf
+
+
+def _cloned(tree: Any) -> Any:
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, tree)
+
+
+def _describe(args: Any) -> str:
+    return ", ".join(
+        f"{tuple(a.shape)}:{a.dtype}" if isinstance(a, torch.Tensor) else repr(a) for a in pytree.tree_leaves(args)
+    )

@@ -1,0 +1,105 @@
+"""The pytest plugin of :mod:`pt2onnx.testing` (entry point ``pytest11``): proofs that can fail.
+
+``pytest --pt2onnx-prove NAME`` (repeatable, or the ini option ``pt2onnx_prove``) fails
+the session unless every converter, lowering, custom-op handler, decomposition and
+rewrite that plugin ``NAME`` registers did work in an export of a *passing* test that
+matched eager PyTorch (:func:`pt2onnx.testing.assert_exports_like_eager`). A test that
+only declares an op, or an export that the builtin converter did instead of the pack's,
+proves nothing. Works with pytest-xdist: workers send what they proved to the controller.
+
+Nothing here imports torch until a test runs, so the plugin is free where unused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from .record import Proof, collecting, unproven
+
+_PROOFS = pytest.StashKey[set[Proof]]()  # on the config: what the session's passing tests proved
+_TEST_PROOFS = pytest.StashKey[set[Proof]]()  # on an item: what its call proved
+_MISSING = pytest.StashKey[dict[str, list[Proof]]]()
+_WORKER_KEY = "pt2onnx_proofs"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pt2onnx")
+    group.addoption(
+        "--pt2onnx-prove",
+        action="append",
+        default=[],
+        metavar="PLUGIN",
+        help="fail unless every registration of this pt2onnx plugin is proven by a passing test (repeatable)",
+    )
+    parser.addini("pt2onnx_prove", "pt2onnx plugins whose every registration must be proven", type="linelist")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_PROOFS] = set()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    with collecting() as proofs:
+        try:
+            return (yield)
+        finally:
+            item.stash[_TEST_PROOFS] = set(proofs)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    if report.when == "call" and report.passed and not hasattr(report, "wasxfail"):
+        proven: set[Proof] = item.stash.get(_TEST_PROOFS, set())
+        item.config.stash[_PROOFS].update(proven)
+    return report
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist controller: take what a worker proved."""
+    proofs = getattr(node, "workeroutput", {}).get(_WORKER_KEY, [])
+    node.config.stash[_PROOFS].update(tuple(p) for p in proofs)
+
+
+def _plugins_to_prove(config: pytest.Config) -> list[str]:
+    names = [*config.getoption("pt2onnx_prove"), *config.getini("pt2onnx_prove")]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if hasattr(config, "workeroutput"):  # an xdist worker: the controller decides
+        proven: set[Proof] = config.stash[_PROOFS]
+        config.workeroutput[_WORKER_KEY] = sorted(proven)
+        return
+    plugins = _plugins_to_prove(config)
+    if not plugins or session.shouldfail or session.shouldstop:
+        return
+    missing = {name: unproven(name, config.stash[_PROOFS]) for name in plugins}
+    config.stash[_MISSING] = {name: rows for name, rows in missing.items() if rows}
+    if config.stash[_MISSING] and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    plugins = _plugins_to_prove(config)
+    if not plugins or _MISSING not in config.stash:
+        return
+    missing = config.stash[_MISSING]
+    for name in plugins:
+        rows = missing.get(name, [])
+        if not rows:
+            terminalreporter.write_line(f"pt2onnx: every registration of plugin {name!r} is proven by a passing test")
+            continue
+        terminalreporter.write_line(
+            f"pt2onnx: {len(rows)} registration(s) of plugin {name!r} not proven by any passing test "
+            "(assert_exports_like_eager must convert with them and match eager):",
+            red=True,
+        )
+        for kind, op, function in rows:
+            terminalreporter.write_line(f"  {kind:<13} {op:<48} {function}")

@@ -1,0 +1,182 @@
+"""Hypothesis strategies for converter property tests: shapes, dtypes, dims and tensors.
+
+:func:`tensors` searches where converters break: by default it draws edge values where
+the dtype has them (NaN, ±inf, ±0, subnormals, the dtype's extremes) and values at
+several magnitudes, and integers over wide ranges up to the dtype's limits. A test that
+must avoid them (a domain, an index range) narrows it with ``low``/``high`` and
+``edge_values`` and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import torch
+from hypothesis import strategies as st
+
+__all__ = [
+    "ALL_DTYPES",
+    "EDGE_KINDS",
+    "FLOAT_DTYPES",
+    "INT_DTYPES",
+    "broadcast_shapes",
+    "dims",
+    "dtypes",
+    "shapes",
+    "tensors",
+]
+
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
+ALL_DTYPES = (*FLOAT_DTYPES, *INT_DTYPES, "bool")
+
+#: The kinds of edge values :func:`tensors` sprinkles in: ``nan``, ``inf`` (both signs),
+#: ``zero`` (``0.0`` and ``-0.0``), ``subnormal`` (both signs) and ``extreme`` (the
+#: dtype's largest and lowest finite values; for integers its min and max).
+EDGE_KINDS = ("nan", "inf", "zero", "subnormal", "extreme")
+_INT_EDGE_KINDS = ("extreme",)
+
+#: Magnitudes of the ordinary (non-edge) floating values, when no ``low``/``high`` is given.
+_FLOAT_SCALES = ("unit", "wide", "tiny", "huge")
+#: Ranges of ordinary integer values, when no ``low``/``high`` is given.
+_INT_SCALES = ("small", "wide", "full")
+
+
+def shapes(
+    *, min_rank: int = 0, max_rank: int = 4, min_side: int = 1, max_side: int = 5
+) -> st.SearchStrategy[tuple[int, ...]]:
+    """Tensor shapes; ``min_side=0`` allows zero-size dims."""
+    return st.lists(st.integers(min_side, max_side), min_size=min_rank, max_size=max_rank).map(tuple)
+
+
+def broadcast_shapes(
+    count: int = 2, *, min_rank: int = 0, max_rank: int = 4, min_side: int = 1, max_side: int = 4
+) -> st.SearchStrategy[tuple[tuple[int, ...], ...]]:
+    """``count`` shapes that broadcast together (different ranks, size-1 dims)."""
+    from hypothesis.extra.numpy import mutually_broadcastable_shapes
+
+    return mutually_broadcastable_shapes(
+        num_shapes=count, min_dims=min_rank, max_dims=max_rank, min_side=min_side, max_side=max_side
+    ).map(lambda b: tuple(tuple(s) for s in b.input_shapes))
+
+
+def dtypes(names: Sequence[str] = FLOAT_DTYPES) -> st.SearchStrategy[torch.dtype]:
+    """torch dtypes drawn from ``names`` (e.g. ``pt2onnx.testing.ALL_DTYPES``)."""
+    return st.sampled_from([getattr(torch, n) for n in names])
+
+
+def dims(rank: int, *, negative: bool = True) -> st.SearchStrategy[int]:
+    """A valid dim index for a tensor of ``rank`` (negative ones too)."""
+    low = -max(rank, 1) if negative else 0
+    return st.integers(low, max(rank, 1) - 1)
+
+
+def _edge_kinds(draw: st.DrawFn, edge_values: bool | Collection[str], allowed: Sequence[str]) -> set[str]:
+    """The edge kinds one tensor gets: a drawn subset, so hypothesis can shrink to none."""
+    if edge_values is True:
+        candidates = list(allowed)
+    elif edge_values is False:
+        candidates = []
+    else:
+        unknown = set(edge_values) - set(EDGE_KINDS)
+        if unknown:
+            raise ValueError(f"unknown edge value kind(s) {sorted(unknown)}; known: {EDGE_KINDS}")
+        candidates = [k for k in allowed if k in edge_values]
+    return draw(st.sets(st.sampled_from(candidates))) if candidates else set()
+
+
+def _float_edges(dtype: torch.dtype, kinds: Collection[str]) -> list[float]:
+    info = torch.finfo(dtype)
+    table = {
+        "nan": [float("nan")],
+        "inf": [float("inf"), -float("inf")],
+        "zero": [0.0, -0.0],
+        "subnormal": [info.tiny / 4, -info.tiny / 4],
+        "extreme": [info.max, info.min],
+    }
+    return [v for kind in kinds for v in table[kind]]
+
+
+def _float_range(dtype: torch.dtype, scale: str) -> tuple[float, float]:
+    info = torch.finfo(dtype)
+    return {
+        "unit": (-3.0, 3.0),
+        "wide": (-1e3, 1e3),
+        "tiny": (-1e3 * info.tiny, 1e3 * info.tiny),
+        "huge": (info.min / 4, info.max / 4),
+    }[scale]
+
+
+def _int_range(dtype: torch.dtype, scale: str) -> tuple[int, int]:
+    info = torch.iinfo(dtype)
+    low, high = {"small": (-8, 8), "wide": (-10_000, 10_000), "full": (info.min, info.max)}[scale]
+    return max(low, info.min), min(high, info.max)
+
+
+def _randint(low: int, high: int, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+    """Uniform int64 values in ``[low, high]``, both included, over up to the whole int64 range."""
+    span = high - low + 1
+    if span <= 2**62:
+        return torch.randint(0, span, shape, generator=generator, dtype=torch.int64) + low
+    # torch.randint cannot span 2**64 values: draw the high and low 32 bits apart.
+    upper = torch.randint(-(2**31), 2**31, shape, generator=generator, dtype=torch.int64)
+    lower = torch.randint(0, 2**32, shape, generator=generator, dtype=torch.int64)
+    values = upper * 2**32 + lower
+    return values.clamp(low, high)
+
+
+@st.composite
+def tensors(
+    draw: st.DrawFn,
+    shape: tuple[int, ...] | st.SearchStrategy[tuple[int, ...]] | None = None,
+    dtype: torch.dtype | str | st.SearchStrategy[torch.dtype] | None = None,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    edge_values: bool | Collection[str] = True,
+) -> torch.Tensor:
+    """A tensor of the given (or a drawn) shape and dtype.
+
+    Ordinary values lie in ``[low, high]`` when given; otherwise hypothesis draws their
+    magnitude (floats: around 1, 1e3, tiny or a quarter of the dtype's range; integers:
+    small, ±10,000, or the dtype's whole range). ``edge_values`` (default: every kind of
+    :data:`EDGE_KINDS` the dtype has) sprinkles edge values in, outside ``[low, high]``
+    too; pass ``False`` or a subset such as ``("nan", "inf")`` to narrow it, and say why
+    in the test. Example::
+
+        @given(x=tensors(shapes(max_rank=3), dtypes(["float32", "float16"])))
+        def test_gelu(x):
+            assert_exports_like_eager(torch.nn.GELU(), (x,))
+    """
+    shape = draw(shapes()) if shape is None else shape if isinstance(shape, tuple) else draw(shape)
+    if dtype is None:
+        dtype = draw(dtypes())
+    elif isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    elif not isinstance(dtype, torch.dtype):
+        dtype = draw(dtype)
+    assert isinstance(dtype, torch.dtype)
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=generator) > 0.5
+    if dtype.is_floating_point:
+        lo, hi = (
+            (low, high)
+            if low is not None and high is not None
+            else _float_range(dtype, draw(st.sampled_from(_FLOAT_SCALES)))
+        )
+        values = torch.rand(shape, generator=generator, dtype=torch.float64) * (hi - lo) + lo
+        edges = _float_edges(dtype, _edge_kinds(draw, edge_values, EDGE_KINDS))
+    else:
+        info = torch.iinfo(dtype)
+        if low is not None and high is not None:
+            lo_i, hi_i = max(int(low), info.min), min(int(high), info.max)
+        else:
+            lo_i, hi_i = _int_range(dtype, draw(st.sampled_from(_INT_SCALES)))
+        values = _randint(lo_i, hi_i, shape, generator)
+        edges = [info.min, info.max] if _edge_kinds(draw, edge_values, _INT_EDGE_KINDS) else []
+    if edges and values.numel():
+        mask = torch.rand(shape, generator=generator) < 0.2
+        picks = torch.randint(0, len(edges), (int(mask.sum()),), generator=generator)
+        values[mask] = torch.tensor(edges, dtype=values.dtype)[picks]
+    return values.to(dtype)

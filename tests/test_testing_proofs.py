@@ -1,0 +1,128 @@
+"""``pytest --pt2onnx-prove PLUGIN``: a registration counts only when a passing test proved it.
+
+Each case runs a real pytest session in a subprocess over a small pack and its tests.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+PACK = '''
+"""A pack converting relu and sigmoid, and rewriting nothing it is never shown."""
+import sys
+
+from pt2onnx.plugin import converter, hookimpl
+
+
+@converter("aten::relu.default")
+def relu(op, self):
+    return op.Relu(self)
+
+
+@converter("aten::sigmoid.default")
+def sigmoid(op, self):
+    return op.Sigmoid(self)
+
+
+@hookimpl
+def pt2onnx_register_converters(register):
+    register.module(sys.modules[__name__])
+'''
+
+HEADER = """
+import torch
+import mypack
+from pt2onnx.testing import assert_exports_like_eager
+"""
+
+
+@pytest.fixture
+def session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    pytester.makepyfile(mypack=PACK)
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+
+    def run(tests: str, *extra: str) -> pytest.RunResult:
+        pytester.makepyfile(test_pack=HEADER + textwrap.dedent(tests))
+        return pytester.runpytest_subprocess("--pt2onnx-prove", "mypack", "-p", "no:cacheprovider", *extra)
+
+    return run
+
+
+def test_a_test_that_converts_nothing_proves_nothing(session):
+    result = session(
+        """
+        def test_declares_everything():
+            assert mypack.relu and mypack.sigmoid
+        """
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*2 registration(s) of plugin 'mypack' not proven by any passing test*",
+            "*converter*aten::relu.default*mypack.relu*",
+            "*converter*aten::sigmoid.default*mypack.sigmoid*",
+        ]
+    )
+
+
+def test_the_builtin_converter_doing_the_work_proves_nothing_of_the_pack(session):
+    result = session(
+        """
+        def test_relu_without_the_pack():
+            assert_exports_like_eager(torch.nn.ReLU(), torch.randn(3, 4), expect_ops=["aten::relu"])
+
+        def test_sigmoid_with_the_pack():
+            assert_exports_like_eager(torch.nn.Sigmoid(), torch.randn(3, 4), plugins=[mypack])
+        """
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*1 registration(s) of plugin 'mypack'*", "*aten::relu.default*mypack.relu*"])
+    assert "mypack.sigmoid" not in result.stdout.str()
+
+
+def test_a_failing_test_proves_nothing(session):
+    result = session(
+        """
+        def test_relu():
+            assert_exports_like_eager(torch.nn.ReLU(), torch.randn(3, 4), plugins=[mypack])
+            raise AssertionError("something else in the test is wrong")
+
+        def test_sigmoid():
+            assert_exports_like_eager(torch.nn.Sigmoid(), torch.randn(3, 4), plugins=[mypack])
+        """
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*1 registration(s) of plugin 'mypack'*", "*aten::relu.default*"])
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_every_registration_converted_in_a_passing_test_is_proven(session, workers):
+    result = session(
+        """
+        def test_relu():
+            assert_exports_like_eager(torch.nn.ReLU(), torch.randn(3, 4), plugins=[mypack])
+
+        def test_sigmoid():
+            assert_exports_like_eager(
+                torch.nn.Sigmoid(), torch.randn(3, 4), plugins=[mypack], expect_ops={"aten::sigmoid": "mypack"}
+            )
+        """,
+        *workers,
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["*every registration of plugin 'mypack' is proven by a passing test*"])
+
+
+def test_expect_ops_names_the_plugin_that_must_convert(session):
+    result = session(
+        """
+        def test_relu():
+            assert_exports_like_eager(torch.nn.ReLU(), torch.randn(3, 4), expect_ops={"aten::relu": "mypack"})
+        """
+    )
+    result.stdout.re_match_lines([r".*expected aten::relu to be converted by plugin 'mypack', but \['aten'\] did"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
