@@ -79,7 +79,10 @@ def save_model(model: ir.Model, path: str | os.PathLike[str], external_data: boo
     target = Path(path)
     directory = target.parent
     if not directory.is_dir():
-        raise SaveError(f"cannot save to {target}: directory {directory} does not exist")
+        raise SaveError(
+            f"cannot save to {target}: directory {directory} does not exist",
+            hint=f"create {directory} first, or save into a directory that exists",
+        )
     if target.is_dir():
         raise SaveError(f"cannot save to {target}: it is a directory", hint="give a file path such as model.onnx")
     weights = _weights_nbytes(model)
