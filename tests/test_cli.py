@@ -236,6 +236,10 @@ def test_a_broken_plugin_is_listed_and_warned_about_once(factories):
     assert "BROKEN needs_missing (project): ModuleNotFoundError" in listing.stdout
     assert f"Remove it from [tool.pt2onnx] plugins in {factories / 'pyproject.toml'}" in listing.stdout
     assert listing.stderr == ""  # listed, not warned about as well
+    assert f"project config: {factories / 'pyproject.toml'}" in listing.stdout
+    ops = run("ops", "aten::relu", cwd=factories)
+    assert ops.returncode == 0 and ops.stderr == ""
+    assert "note: broken plugins skipped: needs_missing (see `pt2onnx plugins`)" in ops.stdout
     out = run("export", "factories.py:fine", "-o", "m.onnx", cwd=factories)
     assert out.returncode == 0, out.stderr
     warned = [line for line in out.stderr.splitlines() if "needs_missing" in line]

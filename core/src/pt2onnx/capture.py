@@ -27,6 +27,7 @@ calls (torch would inline single-use regions), so they become ONNX local functio
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sysconfig
 import threading
@@ -97,7 +98,7 @@ def _is_library(filename: str) -> bool:
     if filename.startswith("<"):
         return True
     resolved = str(Path(filename).resolve())
-    return any(resolved == d or resolved.startswith(d + "/") for d in _LIBRARY_DIRS)
+    return any(resolved == d or resolved.startswith(d + os.sep) for d in _LIBRARY_DIRS)
 
 
 def user_frame(error: BaseException) -> tuple[str, bool] | None:
@@ -119,12 +120,14 @@ def user_frame(error: BaseException) -> tuple[str, bool] | None:
             return where, f is frames[-1]
         text = str(current)
         if "from user code:" in text:
-            found = [m for m in _USER_CODE_FRAME.finditer(text.split("from user code:", 1)[1])]
+            found = _USER_CODE_FRAME.finditer(text.split("from user code:", 1)[1])
             users_in_text = [m for m in found if not _is_library(m["file"])]
             if users_in_text:
                 m = users_in_text[-1]
                 code = m["code"].strip()
-                return f"{m['file']}:{m['line']} in {m['func'].strip()}" + (f": {code}" if code else ""), True
+                where = f"{m['file']}:{m['line']} in {m['func'].strip()}" + (f": {code}" if code else "")
+                # TorchDynamo reports an exception the user's code raised as an "observed exception".
+                return where, "Observed exception" in text
         current = current.__cause__ or current.__context__
     return None
 
@@ -160,7 +163,8 @@ def _hint(error: BaseException, strict: bool, modes_tried: set[bool], where: tup
 
 
 def _capture_error(message: str, first: Exception, strict: bool, errors: list[tuple[bool, Exception]]) -> CaptureError:
-    where = next((w for _, e in errors if (w := user_frame(e)) is not None), None)
+    # Non-strict errors first: their tracebacks hold the user's frames themselves.
+    where = next((w for _, e in sorted(errors, key=lambda me: me[0]) if (w := user_frame(e)) is not None), None)
     tried = {mode for mode, _ in errors}
     if where is not None:
         message += f"\nin your code: {where[0]}"

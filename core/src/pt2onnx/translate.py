@@ -112,7 +112,7 @@ class GraphTranslator:
             )
         closed = self.registry.plugin_set.closed_note()
         if closed is not None:
-            hint = f"{hint or UnsupportedOpsError.DEFAULT_HINT}. Note: {closed}"
+            hint = f"{(hint or UnsupportedOpsError.DEFAULT_HINT).rstrip('.')}. Note: {closed}"
         raise UnsupportedOpsError(missing, hint=hint)
 
     # -- the main graph -------------------------------------------------------------
