@@ -249,27 +249,23 @@ class _Loader:
                 continue
             self.add(module, PluginInfo(name, Layer.PROJECT, source=str(config.path)), hint=hint)
 
-    def argument_name(self, plugin: object) -> str:
-        """A module's name; an object's ``name`` attribute; else its class's, made unique."""
+    def argument_name(self, plugin: object) -> tuple[str, str]:
+        """The plugin's unique name, and the name it was made from (blocking either blocks it).
+
+        A module's name; else an object's ``name`` attribute; else its class's. A second
+        object of the same name gets ``#2``, a third ``#3``, so none is dropped.
+        """
         if isinstance(plugin, ModuleType):
-            return plugin.__name__
+            return plugin.__name__, plugin.__name__
         explicit = getattr(plugin, "name", None)
-        if isinstance(explicit, str) and explicit:
-            if self.argument_names.get(explicit, plugin) is not plugin:
-                raise PluginError(
-                    f"two plugins= entries are named {explicit!r}",
-                    hint="give each plugin object its own `name` attribute",
-                )
-            self.argument_names[explicit] = plugin
-            return explicit
         cls = plugin if isinstance(plugin, type) else type(plugin)
-        base = name = f"{cls.__module__}.{cls.__qualname__}"
-        count = 1
+        base = explicit if isinstance(explicit, str) and explicit else f"{cls.__module__}.{cls.__qualname__}"
+        name, count = base, 1
         while self.argument_names.get(name, plugin) is not plugin:
             count += 1
             name = f"{base}#{count}"
         self.argument_names[name] = plugin
-        return name
+        return name, base
 
     def arguments(self, plugins: Sequence[PluginSpec]) -> None:
         if isinstance(plugins, (str, ModuleType)) or not isinstance(plugins, Iterable):
@@ -293,8 +289,8 @@ class _Loader:
                     hint="pass a module, class instance or object with @hookimpl functions such as "
                     "pt2onnx_register_converters (see docs/plugins.md)",
                 )
-            name = self.argument_name(plugin)
-            if self.is_blocked(name):
+            name, base = self.argument_name(plugin)
+            if self.is_blocked(name, base):
                 continue
             self.add(plugin, PluginInfo(name, Layer.ARGUMENT, source="plugins= argument"))
 
