@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import re
+import runpy
+import warnings
+from pathlib import Path
+
 import pytest
 import torch
 
 import pt2onnx
-from pt2onnx.errors import CaptureError, UnsupportedOpsError
+from pt2onnx import errors
+from pt2onnx.capture import CaptureFallbackWarning
+from pt2onnx.errors import CaptureError, OptionError, UnsupportedOpsError
+from pt2onnx.translate import UnknownCustomOpWarning
 
 
 class UsesUnconvertedOps(torch.nn.Module):
@@ -37,3 +45,94 @@ def test_capture_failure_names_the_phase_and_suggests_a_fix():
         pt2onnx.export(DataDependent(), (torch.randn(3),))
     assert str(info.value).startswith("[capture]")
     assert "torch.cond" in str(info.value)
+
+
+def test_an_opset_outside_the_supported_range_names_the_range():
+    with pytest.raises(OptionError, match=r"opset=99 is not supported: pt2onnx exports opsets 18 to \d+") as info:
+        pt2onnx.export(UsesUnconvertedOps(), (torch.randn(3),), opset=99)
+    assert isinstance(info.value, ValueError)  # what callers caught before
+    with pytest.raises(OptionError, match=r"opset='18'"):
+        pt2onnx.export(UsesUnconvertedOps(), (torch.randn(3),), opset="18")
+
+
+class RaisesInForward(torch.nn.Module):
+    def forward(self, x):
+        return self.check(x)
+
+    def check(self, x):
+        raise ValueError("the model's own error")  # the raising line
+
+
+def _line_of(marker: str) -> int:
+    return next(i for i, line in enumerate(Path(__file__).read_text().splitlines(), 1) if marker in line)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("fallback", [False, True])
+def test_an_exception_in_the_models_code_names_its_file_and_line(strict, fallback):
+    with pytest.raises(CaptureError) as info:
+        pt2onnx.export(RaisesInForward(), (torch.randn(3),), strict=strict, fallback=fallback)
+    message = str(info.value)
+    where = f"{Path(__file__).resolve()}:{_line_of('# the raising line')} in check"
+    assert f"in your code: {where}" in message
+    assert f"what to do: your model's code raised this at {where}" in message
+    assert "try strict=" not in message
+
+
+def test_after_both_modes_failed_the_hint_does_not_suggest_the_other_mode():
+    class Unsupported(torch.nn.Module):
+        def forward(self, x):
+            return torch.ops.aten.nonexistent_op_for_the_test(x)
+
+    with pytest.raises(CaptureError) as info:
+        pt2onnx.export(Unsupported(), (torch.randn(3),))
+    message = str(info.value)
+    assert "failed in every mode" in message and "strict=False:" in message and "strict=True:" in message
+    assert "both strict=True and strict=False failed" in message and "try strict=" not in message
+    with pytest.raises(CaptureError, match="try strict=True"):
+        pt2onnx.export(Unsupported(), (torch.randn(3),), fallback=False)
+
+
+# -- docs/errors.md: every example runs and raises what it says -----------------------------------
+
+CATALOGUE = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
+_EXAMPLE = re.compile(
+    r'^Example: (?P<verb>raises|warns) `(?P<cls>\w+)` \("(?P<phrase>[^"]+)"\)\n\n```python\n(?P<code>.*?)^```$',
+    re.M | re.S,
+)
+EXAMPLES = [m.groupdict() for m in _EXAMPLE.finditer(CATALOGUE.read_text())]
+CLASSES: dict[str, type] = {
+    **{name: getattr(errors, name) for name in errors.__all__ if isinstance(getattr(errors, name), type)},
+    "CaptureFallbackWarning": CaptureFallbackWarning,
+    "UnknownCustomOpWarning": UnknownCustomOpWarning,
+}
+
+
+def test_every_error_and_warning_is_catalogued_with_an_example():
+    catalogued = {e["cls"] for e in EXAMPLES}
+    expected = {n for n, c in CLASSES.items() if issubclass(c, (errors.Pt2OnnxError, Warning))} - {"Pt2OnnxError"}
+    assert catalogued == expected
+    text = CATALOGUE.read_text()
+    for name in expected:
+        assert f"\n## {name}\n" in text, f"docs/errors.md needs a '## {name}' section"
+    assert len(EXAMPLES) >= 25
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[f"{e['cls']}-{i}" for i, e in enumerate(EXAMPLES)])
+def test_catalogue_example(example, tmp_path):
+    script = tmp_path / "example.py"
+    script.write_text(example["code"])
+    expected = CLASSES[example["cls"]]
+    if example["verb"] == "raises":
+        with pytest.raises(errors.Pt2OnnxError) as info, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runpy.run_path(str(script), run_name="__main__")
+        assert type(info.value) is expected, f"{type(info.value).__name__}: {info.value}"
+        assert example["phrase"] in str(info.value), str(info.value)
+        assert "what to do:" in str(info.value)
+    else:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            runpy.run_path(str(script), run_name="__main__")
+        messages = [str(w.message) for w in caught if w.category is expected]
+        assert any(example["phrase"] in m for m in messages), [str(w.message) for w in caught]

@@ -4,6 +4,7 @@ in strict and non-strict mode, inside HOP bodies too; initializers map back to m
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import onnx_ir as ir
 import pytest
@@ -12,7 +13,10 @@ from torch._higher_order_ops.map import map as hop_map
 from torch._higher_order_ops.scan import scan
 
 import pt2onnx
+from pt2onnx.project import project_root
 
+# Provenance shows source files relative to the project root by default (source_paths="relative").
+THIS_FILE = Path(__file__).resolve().relative_to(project_root()).as_posix()
 MODES = pytest.mark.parametrize("strict", [False, True], ids=["nonstrict", "strict"])
 KEYS = ("pt2onnx.fx_node", "pt2onnx.op")
 
@@ -85,7 +89,7 @@ def test_source_of_names_the_users_line(strict):
     result = pt2onnx.export(Net().eval(), (torch.randn(2, 4),), strict=strict)
     mul = next(n for n in result.model.graph if n.metadata_props.get("pt2onnx.op") == "aten::mul.Tensor")
     source = result.source_of(mul)
-    assert source is not None and source.startswith(f"{__file__}:{_line_of('# the net', Net.forward)} ")
+    assert source is not None and source.startswith(f"{THIS_FILE}:{_line_of('# the net', Net.forward)} ")
     assert result.source_of(mul.name) == source
     assert result.source_of(mul.outputs[0].name) == source
     relu = next(n for n in result.model.graph if n.op_type == "Relu")
@@ -122,7 +126,7 @@ def test_nodes_inside_hop_bodies_carry_provenance(strict):
     for node in inner:
         props = node.metadata_props
         assert props["pt2onnx.fx_node"].startswith("map_impl/"), dict(props)
-        assert props["pt2onnx.source"].startswith(f"{__file__}:"), dict(props)
+        assert props["pt2onnx.source"].startswith(f"{THIS_FILE}:"), dict(props)
     relu = next(n for n in body if n.op_type == "Relu")
     # Strict mode records the module stack inside bodies; non-strict mode records none there,
     # so body nodes take the module of the HOP call that encloses them.
@@ -147,6 +151,6 @@ def test_every_node_of_nested_bodies_and_functions_has_a_user_line(strict):
     for node in nodes:
         props = node.metadata_props
         assert {"pt2onnx.fx_node", "pt2onnx.op", "pt2onnx.source"} <= set(props), (node, dict(props))
-        assert props["pt2onnx.source"].startswith(f"{__file__}:"), dict(props)
+        assert props["pt2onnx.source"].startswith(f"{THIS_FILE}:"), dict(props)
     inner = next(n for n in nodes if n.op_type == "Add" and n.graph is not result.model.graph)
     assert result.provenance(inner)["fx_node"].startswith("scan/")

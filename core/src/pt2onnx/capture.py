@@ -6,7 +6,15 @@ graph. One known failure has its own fallback: calls of ``torch.ops.higher_order
 with the keywords ``dim``, ``reverse`` and ``additional_inputs`` (the seeds' scan
 example; torch >= 2.6 rejects them in both modes) are retried with those calls routed
 through ``torch._higher_order_ops.scan.scan``, which computes the same thing.
-``fallback=False`` turns every fallback off.
+``fallback=False`` turns every fallback off. The hint of a capture error reflects what
+was tried (after both modes failed it does not suggest the other one) and names the line
+of the user's code the failure comes from.
+
+torch.export keeps its tracing state in process-wide globals (the proxy dispatch mode
+slot, the module hierarchy being exported), so two threads tracing at once corrupt each
+other. Every trace — capture and every re-trace (``run_decompositions``) — holds
+:data:`tracing_lock`; the fallback is decided per call, so one thread's failure never
+changes another's capture mode.
 
 ``torch.vmap`` (also what ``associative_scan(combine_mode="generic")`` uses) is captured
 as batching markers (``torch._functorch.predispatch``) around per-sample ops; such a
@@ -19,9 +27,15 @@ calls (torch would inline single-use regions), so they become ONNX local functio
 from __future__ import annotations
 
 import contextlib
+import os
+import re
+import sysconfig
+import threading
+import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,7 +43,10 @@ from torch.export import ExportedProgram
 
 from .errors import CaptureError
 
-__all__ = ["CaptureFallbackWarning", "Captured", "capture"]
+__all__ = ["CaptureFallbackWarning", "Captured", "capture", "tracing_lock", "user_frame"]
+
+#: Held by every torch.export trace in this process (capture and re-traces): they are not re-entrant across threads.
+tracing_lock = threading.RLock()
 
 
 class CaptureFallbackWarning(UserWarning):
@@ -67,11 +84,60 @@ def as_module(model: Any) -> torch.nn.Module:
     )
 
 
-def _hint(error: BaseException, strict: bool) -> str:
+# Frames of these directories are torch's, pt2onnx's or Python's own, never the user's code.
+_LIBRARY_DIRS = tuple(
+    str(Path(p).resolve())
+    for p in (Path(torch.__file__).parent, Path(__file__).parent, sysconfig.get_paths()["stdlib"])
+)
+_USER_CODE_FRAME = re.compile(
+    r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)\n\s*(?P<code>.*)$', re.M
+)
+
+
+def _is_library(filename: str) -> bool:
+    if filename.startswith("<"):
+        return True
+    resolved = str(Path(filename).resolve())
+    return any(resolved == d or resolved.startswith(d + os.sep) for d in _LIBRARY_DIRS)
+
+
+def user_frame(error: BaseException) -> tuple[str, bool] | None:
+    """The innermost frame of the user's code an error passed through, as ``file:line in fn: code``.
+
+    The traceback of ``error`` and of its causes is searched (non-strict capture runs the
+    user's code), then the "from user code:" frames TorchDynamo writes into its messages
+    (strict capture). The flag says whether the error was raised in that very frame.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        frames = traceback.extract_tb(current.__traceback__)
+        users = [f for f in frames if not _is_library(f.filename)]
+        if users:
+            f = users[-1]
+            where = f"{f.filename}:{f.lineno} in {f.name}" + (f": {f.line.strip()}" if f.line else "")
+            return where, f is frames[-1]
+        text = str(current)
+        if "from user code:" in text:
+            found = _USER_CODE_FRAME.finditer(text.split("from user code:", 1)[1])
+            users_in_text = [m for m in found if not _is_library(m["file"])]
+            if users_in_text:
+                m = users_in_text[-1]
+                code = m["code"].strip()
+                where = f"{m['file']}:{m['line']} in {m['func'].strip()}" + (f": {code}" if code else "")
+                # TorchDynamo reports an exception the user's code raised as an "observed exception".
+                return where, "Observed exception" in text
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _hint(error: BaseException, strict: bool, modes_tried: set[bool], where: tuple[str, bool] | None) -> str:
     text = f"{type(error).__name__}: {error}"
+    at = f" (at {where[0]})" if where else ""
     if "data-dependent" in text or "GuardOnDataDependentSymNode" in text:
         return (
-            "the model branches on tensor values; express the branch with torch.cond, or tell "
+            f"the model branches on tensor values{at}; express the branch with torch.cond, or tell "
             "torch what holds with torch._check(...) (see the torch.export tutorial)"
         )
     if _is_legacy_scan_call(error):
@@ -81,9 +147,28 @@ def _hint(error: BaseException, strict: bool) -> str:
         )
     if "Constraints violated" in text or "dynamic_shapes" in text or "Dim(" in text:
         return "fix dynamic_shapes as torch's message above suggests (it names the dims and their relations)"
+    if where is not None and where[1]:
+        return (
+            f"your model's code raised this at {where[0]}; check that the model runs eagerly on these "
+            "inputs (model(*args, **kwargs)) and fix that line"
+        )
+    if len(modes_tried) == 2:
+        return (
+            f"both strict=True and strict=False failed; simplify the Python code the first error points at{at}, "
+            "or capture the model with torch.export yourself and pass the ExportedProgram"
+        )
     if strict:
-        return "strict mode (TorchDynamo) could not trace the model; try strict=False"
-    return "non-strict tracing failed; try strict=True, or simplify the failing Python code"
+        return f"strict mode (TorchDynamo) could not trace the model{at}; try strict=False"
+    return f"non-strict tracing failed{at}; try strict=True, or simplify the failing Python code"
+
+
+def _capture_error(message: str, first: Exception, strict: bool, errors: list[tuple[bool, Exception]]) -> CaptureError:
+    # Non-strict errors first: their tracebacks hold the user's frames themselves.
+    where = next((w for _, e in sorted(errors, key=lambda me: me[0]) if (w := user_frame(e)) is not None), None)
+    tried = {mode for mode, _ in errors}
+    if where is not None:
+        message += f"\nin your code: {where[0]}"
+    return CaptureError(message, hint=_hint(first, strict, tried, where))
 
 
 def _export(
@@ -125,6 +210,8 @@ _ORIGINAL_SCAN_CALL = type(torch.ops.higher_order.scan).__call__
 def _legacy_scan_signature() -> Iterator[None]:
     # Only the op's Python entry point is patched: TorchDynamo (strict=True) intercepts the
     # call before it and still rejects the old keywords, so this fallback captures non-strict.
+    # The patch is a class attribute, so it is applied under tracing_lock only: no other
+    # thread traces meanwhile, and an eager call elsewhere passes through unchanged.
     scan_type = type(torch.ops.higher_order.scan)
     scan_type.__call__ = _legacy_scan_call
     try:
@@ -178,17 +265,29 @@ def capture(
             stacklevel=3,
         )
     kwargs = dict(kwargs or {})
+    with tracing_lock:
+        return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback)
+
+
+def _capture_module(
+    module: torch.nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    dynamic_shapes: Any,
+    strict: bool,
+    fallback: bool,
+) -> Captured:
     try:
         program = _export(module, args, kwargs, dynamic_shapes, strict)
         return _captured(program, strict, f"strict={strict}")
     except Exception as e:  # noqa: BLE001 (any capture failure may succeed in the other mode)
         first: Exception = e
     if not fallback:
-        raise CaptureError(
-            f"torch.export.export(strict={strict}) failed:\n{_first_lines(first)}", hint=_hint(first, strict)
+        raise _capture_error(
+            f"torch.export.export(strict={strict}) failed:\n{_first_lines(first)}", first, strict, [(strict, first)]
         ) from first
     reason = _first_lines(first, 3)
-    errors: list[tuple[str, Exception]] = [(f"strict={strict}", first)]
+    errors: list[tuple[str, bool, Exception]] = [(f"strict={strict}", strict, first)]
     for mode in (strict, not strict):
         for legacy in (False, True) if _is_legacy_scan_call(first) else (False,):
             if (mode == strict and not legacy) or (mode and legacy):
@@ -198,14 +297,16 @@ def capture(
                 with _legacy_scan_signature() if legacy else contextlib.nullcontext():
                     program = _export(module, args, kwargs, dynamic_shapes, mode)
             except Exception as e:  # noqa: BLE001
-                errors.append((label, e))
+                errors.append((label, mode, e))
                 continue
             warnings.warn(
                 f"torch.export.export(strict={strict}) failed ({reason.splitlines()[0][:200]}); "
                 f"the graph was captured with {label} instead. Pass fallback=False to turn this off.",
                 CaptureFallbackWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
             return _captured(program, mode, f"{label} (fallback: strict={strict} failed)", reason)
-    details = "\n".join(f"{label}:\n{_first_lines(e)}" for label, e in errors)
-    raise CaptureError(f"torch.export.export failed in every mode.\n{details}", hint=_hint(first, strict)) from first
+    details = "\n".join(f"{label}:\n{_first_lines(e)}" for label, _, e in errors)
+    raise _capture_error(
+        f"torch.export.export failed in every mode.\n{details}", first, strict, [(m, e) for _, m, e in errors]
+    ) from first

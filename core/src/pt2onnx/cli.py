@@ -1,32 +1,77 @@
-"""The ``pt2onnx`` command: ``plugins``, ``ops``, ``export``."""
+"""The ``pt2onnx`` command: ``plugins``, ``ops``, ``export``.
+
+Errors print as one paragraph on stderr, without a traceback unless ``--debug``; the
+exit status says what failed (:data:`EXIT_CODES`). A closed output pipe
+(``pt2onnx plugins | head -1``) ends the command quietly.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+import os
 import sys
+import traceback
+import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, TextIO
 
-from .errors import Pt2OnnxError
+from .capture import user_frame
+from .errors import (
+    CaptureError,
+    OptionError,
+    PluginLoadWarning,
+    Pt2OnnxError,
+    UnsupportedOpsError,
+    VerificationError,
+)
 from .opnames import normalize_op_name
-from .registry import Registry, session_registry
+from .registry import Entry, session_registry
 
-__all__ = ["main"]
+__all__ = ["EXIT_CODES", "main"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNSUPPORTED = 3
+EXIT_CAPTURE = 4
+EXIT_VERIFICATION = 5
+
+#: Each exit status of the command and what it means.
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_ERROR: "any other error (plugins, translation, optimization, saving, an exception in your factory); "
+    "`ops`: an op named has no converter",
+    EXIT_USAGE: "usage: bad arguments or options, a MODULE:FACTORY that cannot be found, `ops` without an op",
+    EXIT_UNSUPPORTED: "the model holds ops no plugin converts",
+    EXIT_CAPTURE: "torch.export could not capture the model",
+    EXIT_VERIFICATION: "the exported model does not run, or differs from eager PyTorch (--verify)",
+}
+
+
+class UsageError(Exception):
+    """A command-line mistake: printed with the command's usage, exit status 2."""
 
 
 def _blocked(values: Sequence[str]) -> list[str]:
     names = []
     for value in values:
-        if not value.startswith("no:"):
-            raise SystemExit(f"pt2onnx: -p takes no:NAME to block a plugin, got {value!r}")
+        if not value.startswith("no:") or not value[3:]:
+            raise UsageError(f"-p takes no:NAME to block a plugin, got {value!r}")
         names.append(value[3:])
     return names
 
 
-def _cmd_plugins(registry: Registry, _: argparse.Namespace) -> int:
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    # The listing shows broken plugins itself: their warnings would say it twice.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginLoadWarning)
+        registry = session_registry(disable=args.blocked)
     plugin_set = registry.plugin_set
     grouped = registry.by_plugin()
     print(
@@ -44,73 +89,160 @@ def _cmd_plugins(registry: Registry, _: argparse.Namespace) -> int:
             print(f"    overrides {entry.winner.op}: {shadowed}")
     if plugin_set.project_config is not None:
         print(f"project config: {plugin_set.project_config}")
+    for note in plugin_set.closed:
+        print(f"closed: {note}")
     for name in plugin_set.blocked:
         print(f"blocked: {name}")
+    for name in plugin_set.not_allowed:
+        print(f"not loaded (not in PT2ONNX_PLUGINS): {name}")
     for broken in plugin_set.broken:
         print(f"BROKEN {broken.name} ({broken.distribution or 'project'}): {broken.error}")
-    return 0
+        if broken.hint:
+            print(f"    {broken.hint}")
+    for table in (registry.conflicts, {n: e for n, e in registry.rewrites.items() if e.conflict}):
+        for op, entry in sorted(table.items()):
+            print(f"CONFLICT {op}: {_conflict(entry)}")
+    return EXIT_OK
 
 
-def _cmd_ops(registry: Registry, args: argparse.Namespace) -> int:
+def _conflict(entry: Entry) -> str:
+    names = ", ".join(f"{r.plugin} ({r.kind})" for r in entry.conflict)
+    return f"{names} [{entry.conflict[0].layer}]; exports reaching it fail until one says override=True"
+
+
+def _cmd_ops(args: argparse.Namespace) -> int:
+    if not args.ops and not args.coverage:
+        raise UsageError("name at least one op (e.g. aten::gelu or aten::add.Tensor), or pass --coverage")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginLoadWarning)  # noted below, once
+        registry = session_registry(disable=args.blocked)
     if args.coverage:
         from .coverage import coverage_report
 
         print(coverage_report(registry))
-        return 0
-    status = 0
+        return EXIT_OK
+    status = EXIT_OK
     for raw in args.ops:
         try:
             name = normalize_op_name(raw)
         except ValueError as e:
             print(f"{raw}: {e}")
-            status = 1
+            status = EXIT_ERROR
             continue
         packet = name.split(".", 1)[0]
         matches = registry.entries_for(name)
         if not matches:
-            decomposition = registry.decompositions.get(name) or registry.decompositions.get(packet)
-            if decomposition is not None:
-                print(f"{name}: decomposed by {decomposition.winner.plugin} [{decomposition.winner.layer}]")
-            else:
-                kept = " (kept whole)" if name in registry.kept or packet in registry.kept else ""
-                print(f"{name}: no converter{kept}")
-                status = 1
+            kept = " (kept whole)" if name in registry.kept or packet in registry.kept else ""
+            print(f"{name}: no converter{kept}")
+            status = EXIT_ERROR
             continue
         for key, entry in sorted(matches.items()):
+            if entry.conflict:
+                print(f"{key}: CONFLICT {_conflict(entry)}")
+                continue
             w = entry.winner
             fn = f"{getattr(w.fn, '__module__', '?')}.{getattr(w.fn, '__qualname__', '?')}"
             print(f"{key}: {w.kind} {fn} from {w.plugin} [{w.layer}]" + (" (override=True)" if w.override else ""))
             for s in entry.shadowed:
                 print(f"    shadows {s.plugin} [{s.layer}]")
+    broken = [b.name for b in registry.plugin_set.broken]
+    if broken:
+        print(f"note: broken plugins skipped: {', '.join(broken)} (see `pt2onnx plugins`)")
     return status
 
 
-def _load_factory(spec: str) -> Any:
-    module_name, _, attr = spec.partition(":")
-    if not attr:
-        raise SystemExit(f"pt2onnx export: expected MODULE:FACTORY, got {spec!r}")
-    if module_name.endswith(".py") or "/" in module_name:
-        path = Path(module_name).resolve()
-        sys.path.insert(0, str(path.parent))
-        module_name = path.stem
-    else:
-        sys.path.insert(0, str(Path.cwd()))
-    return getattr(importlib.import_module(module_name), attr)
+@contextmanager
+def _importable(directory: Path) -> Iterator[None]:
+    """``directory`` first on sys.path while the user's factory module is imported, as ``python file.py`` has it."""
+    entry = str(directory)
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        sys.path.remove(entry)
 
 
-def _cmd_export(registry: Registry, args: argparse.Namespace) -> int:
-    from .export import export
+def _load_file(path: Path) -> ModuleType:
+    name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else "__pt2onnx_factory__"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
 
-    made = _load_factory(args.factory)()
+
+def _load_factory(spec: str) -> Callable[[], Any]:
+    source, sep, attr = spec.rpartition(":")
+    if not sep or not source or not attr:
+        raise UsageError(f"expected MODULE:FACTORY or FILE.py:FACTORY, got {spec!r}")
+    try:
+        if source.endswith(".py") or "/" in source or os.sep in source:
+            path = Path(source)
+            if not path.is_file():
+                raise UsageError(f"{source}: no such file (in {Path.cwd()})")
+            with _importable(path.resolve().parent):
+                module = _load_file(path.resolve())
+        else:
+            with _importable(Path.cwd()):
+                module = importlib.import_module(source)
+    except ModuleNotFoundError as e:
+        if e.name is None or not source.startswith(e.name):
+            raise _UserCodeError(f"importing {source} raised", e) from e
+        raise UsageError(f"no module named {source!r} (looked in {Path.cwd()} and the installed packages)") from e
+    except UsageError:
+        raise
+    except Exception as e:  # the user's module may raise anything
+        raise _UserCodeError(f"importing {source} raised", e) from e
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        defined = sorted(
+            n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__
+        )
+        what = "is not callable" if factory is not None else "is not defined there"
+        raise UsageError(f"{source}:{attr} {what}; {source} defines: {', '.join(defined) or 'no functions'}")
+    return factory
+
+
+class _UserCodeError(Exception):
+    """An exception raised by the user's module or factory, reported with its file:line."""
+
+    def __init__(self, doing: str, error: BaseException) -> None:
+        frame = user_frame(error)
+        where = f" at {frame[0]}" if frame else ""
+        super().__init__(f"{doing} {type(error).__name__}: {error}{where}")
+
+
+def _made(spec: str, made: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any], dict[str, Any]]:
+    if not isinstance(made, (tuple, list)) or len(made) not in (2, 3):
+        raise UsageError(
+            f"{spec} must return (model, inputs) or (model, inputs, export options), got {type(made).__name__}"
+        )
     model, inputs = made[0], made[1]
     options = dict(made[2]) if len(made) > 2 else {}
     if isinstance(inputs, dict):
-        call_args, call_kwargs = tuple(inputs.get("args", ())), dict(inputs.get("kwargs", {}))
-    else:
-        call_args, call_kwargs = tuple(inputs), {}
-    result = export(
-        model, call_args, call_kwargs, disable=args.blocked, opset=args.opset, strict=args.strict, **options
-    )
+        return model, tuple(inputs.get("args", ())), dict(inputs.get("kwargs", {})), options
+    return model, tuple(inputs), {}, options
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .export import export
+
+    factory = _load_factory(args.factory)
+    try:
+        made = factory()
+    except Exception as e:  # the user's factory may raise anything
+        raise _UserCodeError(f"{args.factory} raised", e) from e
+    model, call_args, call_kwargs, options = _made(args.factory, made)
+    for key, value in (("opset", args.opset), ("strict", args.strict or None), ("source_paths", args.source_paths)):
+        if value is not None:
+            options[key] = value
+    result = export(model, call_args, call_kwargs, disable=args.blocked, **options)
     result.save(args.output)
     print(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
     if args.report:
@@ -119,46 +251,125 @@ def _cmd_export(registry: Registry, args: argparse.Namespace) -> int:
         check = result.verify(*call_args, **call_kwargs)
         print(check)
         print(f"max abs difference to eager: {check.max_abs:.3g}")
-        return 0 if check.ok else 1
-    return 0
+        if not check.ok:
+            raise VerificationError("the exported model differs from eager PyTorch beyond the tolerance (see above)")
+    return EXIT_OK
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pt2onnx", description="PyTorch to ONNX exporter built on plugins.")
+def _epilog() -> str:
+    codes = "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES.items())
+    return f"exit status:\n{codes}\n\nErrors print without a traceback; --debug adds it."
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = argparse.ArgumentParser(
+        prog="pt2onnx",
+        description="PyTorch to ONNX exporter built on plugins.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="print tracebacks of errors")
+    parser.add_argument("--debug", action="store_true", help="print tracebacks of errors")
     parser.add_argument(
         "-p",
         dest="plugin_flags",
         action="append",
         default=[],
         metavar="no:NAME",
-        help="block a plugin by name (repeatable)",
+        help="block a plugin by entry-point, distribution or module name (repeatable)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("plugins", help="list plugins, their layers and what they register")
-    ops = sub.add_parser("ops", help="which plugin converts an op, and what it shadows")
+    plugins = sub.add_parser(
+        "plugins", parents=[debug], help="list plugins, their layers, what they register, what is broken"
+    )
+    ops = sub.add_parser("ops", parents=[debug], help="which plugin converts an op, and what it shadows")
     ops.add_argument("ops", nargs="*", metavar="OP", help="e.g. aten::gelu or aten::add.Tensor")
     ops.add_argument("--coverage", action="store_true", help="coverage of the Core ATen opset")
-    exp = sub.add_parser("export", help="export MODULE:FACTORY (returns model, example inputs[, options])")
-    exp.add_argument("factory", metavar="MODULE:FACTORY")
+    exp = sub.add_parser(
+        "export", parents=[debug], help="export MODULE:FACTORY (returns model, example inputs[, options])"
+    )
+    exp.add_argument("factory", metavar="MODULE:FACTORY", help="e.g. mymodels:make or path/to/file.py:make")
     exp.add_argument("-o", "--output", required=True)
     exp.add_argument("--verify", action="store_true", help="run in onnxruntime and compare with eager")
     exp.add_argument("--report", action="store_true", help="print the export report")
     exp.add_argument("--opset", type=int, default=None)
     exp.add_argument("--strict", action="store_true", help="capture with strict=True")
-    return parser
+    exp.add_argument(
+        "--source-paths",
+        choices=["relative", "full", "none"],
+        default=None,
+        help="source file paths in the model's provenance metadata (default: relative to the project root)",
+    )
+    return parser, {"plugins": plugins, "ops": ops, "export": exp}
+
+
+def _exit_code(error: BaseException) -> int:
+    if isinstance(error, (UsageError, OptionError)):
+        return EXIT_USAGE
+    if isinstance(error, UnsupportedOpsError):
+        return EXIT_UNSUPPORTED
+    if isinstance(error, CaptureError):
+        return EXIT_CAPTURE
+    if isinstance(error, VerificationError):
+        return EXIT_VERIFICATION
+    return EXIT_ERROR
+
+
+def _paragraph(error: BaseException) -> str:
+    text = (
+        str(error)
+        if isinstance(error, (Pt2OnnxError, UsageError, _UserCodeError))
+        else f"{type(error).__name__}: {error}"
+    )
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    print(f"pt2onnx: warning: {message}", file=file or sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``pt2onnx`` console script."""
-    args = _parser().parse_args(argv)
-    args.blocked = _blocked(args.plugin_flags)
+    """Entry point of the ``pt2onnx`` console script; returns the exit status (:data:`EXIT_CODES`)."""
+    parser, commands_parsers = _parser()
+    args = parser.parse_args(argv)
     commands = {"plugins": _cmd_plugins, "ops": _cmd_ops, "export": _cmd_export}
+    shown = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
-        registry = session_registry(disable=args.blocked)
-        return commands[args.command](registry, args)
-    except Pt2OnnxError as e:
-        print(f"pt2onnx: {e}", file=sys.stderr)
-        return 2
+        args.blocked = _blocked(args.plugin_flags)
+        return commands[args.command](args)
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_OK
+    except Exception as e:  # noqa: BLE001 - every error ends as one paragraph and an exit status
+        if args.debug:
+            traceback.print_exception(e)
+        if isinstance(e, UsageError):
+            commands_parsers.get(args.command, parser).print_usage(sys.stderr)
+        kind = "internal error" if not isinstance(e, (Pt2OnnxError, UsageError, _UserCodeError)) else "error"
+        print(f"pt2onnx: {kind}: {_paragraph(e)}", file=sys.stderr)
+        if kind == "internal error" and not args.debug:
+            print("pt2onnx: run with --debug for the traceback, and report it", file=sys.stderr)
+        return _exit_code(e)
+    finally:
+        warnings.showwarning = shown
+
+
+def _silence_stdout() -> None:
+    # The reader is gone: further writes (and the flush at exit) would raise again.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ def coverage(registry: Registry) -> tuple[list[str], list[str]]:
     covered: list[str] = []
     missing: list[str] = []
     for name in core_aten_ops():
-        (covered if registry.lookup(_overload(name)) is not None else missing).append(name)
+        (covered if registry.converts(_overload(name)) else missing).append(name)
     return covered, missing
 
 

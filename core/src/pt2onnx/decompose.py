@@ -9,18 +9,20 @@ default table minus every op a plugin converts or keeps, plus plugin decompositi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.export import ExportedProgram
 
-from .errors import DecompositionError
+from .capture import tracing_lock
+from .errors import DecompositionError, PluginConflictError
 from .inplace import functionalize_private_inplace
 from .opnames import op_name
+from .provenance import location_of
 from .registry import Entry, Registry
 
-__all__ = ["Decomposed", "decompose", "retrace_reason"]
+__all__ = ["Decomposed", "decompose", "plugin_decompositions", "retrace_reason"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,8 @@ class Decomposed:
     retraced: bool
     reason: str
     table_size: int = 0
-    #: The plugin decompositions applied in the re-trace (of ops the captured graph held).
-    applied: tuple[Entry, ...] = ()
+    #: Ops a plugin decomposition removed: node count and the winning entry, by op.
+    applied: dict[str, tuple[int, Entry]] = field(default_factory=dict)
 
 
 def _call_nodes(gm: torch.fx.GraphModule) -> Iterator[torch.fx.Node]:
@@ -54,9 +56,13 @@ def retrace_reason(program: ExportedProgram, registry: Registry) -> str | None:
         target = node.target
         if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
             mutating.add(op_name(target))
-        if registry.decomposition(target) is not None:
+        try:
+            decomposition, converter = registry.decomposition(target), registry.lookup(target)
+        except PluginConflictError as e:
+            raise e.at(location_of(node)) from None
+        if decomposition is not None:
             forced.add(op_name(target))
-        elif registry.lookup(target) is None and isinstance(target, torch._ops.OpOverload):
+        elif converter is None and isinstance(target, torch._ops.OpOverload):
             unconverted.add(op_name(target))
     reasons = []
     if mutating:
@@ -102,12 +108,26 @@ def decomposition_table(registry: Registry) -> Any:
     """torch's default table, minus what plugins convert or keep, plus plugin decompositions."""
     table = torch.export.default_decompositions()
     for op in list(table.keys()):
-        if registry.is_kept(op) and registry.decomposition(op) is None:
+        if registry.is_kept(op):
             del table[op]
-    for name, entry in registry.decompositions.items():
+    for name in registry.decompositions:
         for overload in _resolve_op(name):
-            table[overload] = entry.winner.fn
+            # A converter of a higher layer (or of the exact overload) may win over this name's decomposition.
+            entry = registry.find(overload)
+            if entry is not None and entry.winner.kind == "decomposition" and not entry.conflict:
+                table[overload] = entry.winner.fn
     return table
+
+
+def plugin_decompositions(program: ExportedProgram, registry: Registry) -> dict[str, tuple[int, Entry]]:
+    """The ops of ``program`` a plugin decomposition handles: node count and the winning entry, by op."""
+    found: dict[str, tuple[int, Entry]] = {}
+    for node in _call_nodes(program.graph_module):
+        entry = registry.decomposition(node.target)
+        if entry is not None:
+            name = op_name(node.target)
+            found[name] = (found.get(name, (0, entry))[0] + 1, entry)
+    return found
 
 
 def decompose(program: ExportedProgram, registry: Registry, *, force: bool = False) -> Decomposed:
@@ -122,13 +142,13 @@ def decompose(program: ExportedProgram, registry: Registry, *, force: bool = Fal
     if hopeless and not force:
         # Re-tracing cannot remove these ops, so translation would fail anyway: fail fast.
         return Decomposed(program, False, f"not re-traced: no converter or decomposition for {', '.join(hopeless)}")
+    applied = plugin_decompositions(program, registry)
     try:
-        decomposed = program.run_decompositions(table)
+        with tracing_lock:
+            decomposed = program.run_decompositions(table)
     except Exception as e:
         raise DecompositionError(
             f"run_decompositions failed: {type(e).__name__}: {e}",
             hint="a plugin decomposition may be wrong; block it with -p no:NAME to check",
         ) from e
-    entries = [registry.decomposition(n.target) for n in _call_nodes(program.graph_module)]
-    applied = {id(entry): entry for entry in entries if entry is not None}
-    return Decomposed(decomposed, True, reason or "forced by the caller", len(table), tuple(applied.values()))
+    return Decomposed(decomposed, True, reason or "forced by the caller", len(table), applied)

@@ -14,9 +14,11 @@ __all__ = [
     "DecompositionError",
     "NodeLocation",
     "OptimizationError",
+    "OptionError",
     "PluginConflictError",
     "PluginError",
     "PluginLoadWarning",
+    "PluginNameWarning",
     "Pt2OnnxError",
     "SaveError",
     "UnsupportedArgumentError",
@@ -85,18 +87,32 @@ class Pt2OnnxError(Exception):
         return "\n".join(parts)
 
 
+class OptionError(Pt2OnnxError, ValueError):
+    """An argument of :func:`pt2onnx.export` (or an option of the command line) is out of range."""
+
+    phase = "options"
+
+
 class PluginError(Pt2OnnxError):
-    """A plugin could not be loaded or registered something invalid."""
+    """A plugin passed with ``plugins=`` is not a plugin, cannot be imported or registers wrongly."""
 
     phase = "plugins"
 
 
 class PluginConflictError(PluginError):
-    """Two plugins of the same layer registered the same op and neither said ``override=True``."""
+    """Two plugins of the same layer registered the same op and neither said ``override=True``.
+
+    Raised only by an export that reaches the op; ``pt2onnx plugins`` and ``pt2onnx ops``
+    list the conflict instead.
+    """
 
 
 class PluginLoadWarning(UserWarning):
-    """A plugin failed to import; the export goes on without it."""
+    """An installed or project plugin failed to load or register; the export goes on without it."""
+
+
+class PluginNameWarning(UserWarning):
+    """``-p no:NAME``, ``disable=`` or ``PT2ONNX_PLUGINS`` names a plugin that does not exist."""
 
 
 class CaptureError(Pt2OnnxError):
@@ -115,6 +131,10 @@ class UnsupportedOpsError(Pt2OnnxError):
     """The graph holds ops no plugin converts; lists all of them at once with their counts."""
 
     phase = "translate"
+    DEFAULT_HINT = (
+        "install a converter pack that covers these ops, write a converter plugin "
+        "(see docs/plugins.md), or rewrite the model code so it avoids them"
+    )
 
     def __init__(
         self,
@@ -131,9 +151,7 @@ class UnsupportedOpsError(Pt2OnnxError):
             lines.append(f"  - {op}: {len(locations)} node(s), e.g. {first.node}{module}{where}")
         super().__init__(
             "\n".join(lines),
-            hint=hint
-            or "install a converter pack that covers these ops, write a converter plugin "
-            "(see docs/plugins.md), or rewrite the model code so it avoids them",
+            hint=hint or self.DEFAULT_HINT,
         )
 
 

@@ -22,6 +22,8 @@ from .opset import check_opset
 from .optimize import PassEffect, count_nodes, select_passes
 from .optimize import optimize as run_passes
 from .plugin_manager import load_plugins
+from .project import project_root
+from .provenance import SourcePaths, apply_source_paths, check_source_paths
 from .registry import Registry, build_registry
 from .report import Contribution, OpUsage, Report, function_id
 from .result import ExportResult
@@ -32,13 +34,16 @@ from .translate import GraphTranslator, TranslatedGraph
 __all__ = ["export"]
 
 
-def _op_usage(registry: Registry, translated: TranslatedGraph) -> list[OpUsage]:
+def _op_usage(registry: Registry, translated: TranslatedGraph, decomposed: Mapping[str, Any]) -> list[OpUsage]:
     layers = {name: str(info.layer) for name, info in registry.plugin_set.plugins.items()}
     rows = []
     for (op, plugin), count in sorted(translated.usage.items()):
         entry = translated.entries.get(op)
         shadowed = tuple(f"{s.plugin} [{s.layer}]" for s in entry.shadowed) if entry else ()
         rows.append(OpUsage(op, count, plugin, layers.get(plugin, "-"), shadowed))
+    for op, (count, entry) in sorted(decomposed.items()):
+        shadowed = tuple(f"{s.plugin} [{s.layer}]" for s in entry.shadowed)
+        rows.append(OpUsage(op, count, entry.winner.plugin, str(entry.winner.layer), shadowed, "decomposed"))
     return rows
 
 
@@ -48,7 +53,7 @@ def _contributions(
     """The registrations that did work: converted nodes, decomposed ops, changed the graph."""
     changed = {p.name for p in passes if p.changed}
     winners = [e.winner for e in translated.entries.values()]
-    winners += [e.winner for e in decomposed.applied]
+    winners += [e.winner for _, e in decomposed.applied.values()]
     winners += [e.winner for name, e in registry.rewrites.items() if name in changed]
     unique = {(r.kind, r.op, r.plugin): r for r in winners}
     return [Contribution(r.kind, r.op, r.plugin, str(r.layer), function_id(r.fn)) for r in unique.values()]
@@ -71,6 +76,7 @@ def export(
     decompose_all: bool = False,
     unknown_custom_ops: Literal["error", "emit"] = "error",
     modules_as_functions: ModuleSelection = False,
+    source_paths: SourcePaths = "relative",
 ) -> ExportResult:
     """Export a PyTorch model to ONNX.
 
@@ -94,6 +100,10 @@ def export(
             node in a domain named after its namespace (with a warning) instead of failing.
         modules_as_functions: ``True`` or a list of ``nn.Module`` classes: keep the calls of
             those modules as ONNX local functions (one per class and configuration).
+        source_paths: how the user's source files appear in the model's provenance metadata
+            (``pt2onnx.source``): ``"relative"`` to the project root (the directory of the
+            nearest pyproject.toml, else the working directory), ``"full"``, or ``"none"``
+            (no source lines). Error messages always show full paths.
 
     Returns:
         An :class:`ExportResult` with ``.model``, ``.model_proto``, ``.save()``, ``.run()``,
@@ -103,11 +113,13 @@ def export(
     report.opset = target_opset = check_opset(opset)
     args, kwargs = normalize_args(args), dict(kwargs or {})
     others = [(normalize_args(a), dict(k or {})) for a, k in other_inputs]
+    source_paths = check_source_paths(source_paths)
 
     with report.phase("plugins"):
         plugin_set = load_plugins(plugins, disable=disable)
         registry = build_registry(plugin_set)
-        passes = select_passes(optimize, {name: e.winner.fn for name, e in registry.rewrites.items() if e.winner.fn})
+        passes = select_passes(optimize, registry.rewrite_functions())
+        registry.check_rewrites(name for name, _ in passes)
     report.plugins = list(plugin_set.plugins.values())
     report.broken_plugins = list(plugin_set.broken)
 
@@ -139,13 +151,14 @@ def export(
 
     with report.phase("assemble"):
         onnx_model, layout = assemble(program, translated, target_opset)
-    report.ops = _op_usage(registry, translated)
+    report.ops = _op_usage(registry, translated, decomposed.applied)
     report.nodes_translated = count_nodes(onnx_model)
 
     with report.phase("optimize"):
         report.passes = run_passes(onnx_model, passes)
     report.nodes_final = count_nodes(onnx_model)
     report.contributions = _contributions(translated, decomposed, registry, report.passes)
+    apply_source_paths(onnx_model, source_paths, project_root())
 
     result = ExportResult(onnx_model, program, layout, report, eager)
     if f is not None:

@@ -10,15 +10,18 @@ A hook implementation may accept fewer arguments than the spec names (pluggy
 passes only those it asks for), so hooks can grow without breaking plugins.
 
 Where plugins come from, highest layer first (a higher layer wins silently; two
-registrations of one op in the same layer are an error unless one says
-``override=True``):
+registrations of one op in the same layer — converters, lowerings, custom-op handlers
+and decompositions alike — conflict unless one says ``override=True``, and the conflict
+fails the exports that reach the op):
 
 1. ``plugins=[...]`` passed to :func:`pt2onnx.export` (modules, module names or objects);
-2. the user's project: ``[tool.pt2onnx] plugins = ["mypkg.overrides"]`` in the first
-   ``pyproject.toml`` found from the current directory upward;
+2. the user's project: ``[tool.pt2onnx] plugins = ["mypkg.overrides"]`` in the nearest
+   ``pyproject.toml`` from the current directory upward (never one above it);
 3. installed packs: entry points in the group ``pt2onnx``;
 4. builtin packs (``pt2onnx-aten``, ``pt2onnx-hops``, ``pt2onnx-decomp``,
    ``pt2onnx-fusions``): also entry points, found exactly as an installed pack is.
+
+Which of them are read when, and how to close each: ``docs/trust.md``.
 """
 
 from __future__ import annotations
@@ -101,8 +104,10 @@ def pt2onnx_register_decompositions(register: DecompositionRegistrar) -> None:
     must (the graph mutates, or holds an op no converter takes). That table is
     torch's default table minus every op that some plugin converts or keeps
     (``register.keep(op)``), plus the decompositions plugins add
-    (``register.decompose(op, fn)``, which also forces an op to be decomposed even
-    where a converter exists).
+    (``register.decompose(op, fn)``). A decomposition competes with the converters of
+    the op like one of them: from a higher layer it forces the op to be decomposed even
+    where a converter exists; in the same layer it conflicts unless one says
+    ``override=True``.
     """
 
 

@@ -8,6 +8,8 @@ import onnx
 import onnx.helper as oh
 import onnxruntime as ort
 
+from .errors import OptionError
+
 __all__ = ["MIN_OPSET", "default_opset", "check_opset"]
 
 #: The oldest opset converters are written for.
@@ -35,11 +37,18 @@ def default_opset() -> int:
 
 
 def check_opset(opset: int | None) -> int:
-    """``opset`` validated, or the default."""
+    """``opset`` validated, or the default.
+
+    Raises:
+        OptionError: ``opset`` is not an int in ``[MIN_OPSET, newest opset onnx knows]``.
+    """
     if opset is None:
         return default_opset()
-    if not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
-        raise ValueError(
-            f"opset {opset} is not supported: choose one in [{MIN_OPSET}, {onnx.defs.onnx_opset_version()}]"
+    newest = onnx.defs.onnx_opset_version()
+    if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= newest:
+        raise OptionError(
+            f"opset={opset!r} is not supported: pt2onnx exports opsets {MIN_OPSET} to {newest} "
+            f"(the installed onnx knows up to {newest}; the installed onnxruntime runs up to {default_opset()})",
+            hint=f"pass an opset in [{MIN_OPSET}, {newest}], or leave it out for {default_opset()}",
         )
     return opset

@@ -3,14 +3,20 @@
 Builtin packs are entry points like any installed pack; only their distribution name
 puts them in the builtin layer. One :class:`PluginSet` per export session, so tests
 and concurrent exports never share state.
+
+What is read when, and how to close each source, is ``docs/trust.md``. In short:
+builtin packs always load (``-p no:NAME`` blocks one); installed entry points and the
+project's ``[tool.pt2onnx] plugins`` load unless ``PT2ONNX_DISABLE_PLUGIN_AUTOLOAD`` is
+set, and only those named in ``PT2ONNX_PLUGINS`` when that is set; ``plugins=`` always
+loads. A broken installed or project plugin is skipped with a :class:`PluginLoadWarning`;
+a broken ``plugins=`` entry is a :class:`PluginError`, since the caller asked for it.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-import sys
-import tomllib
+import re
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,22 +28,28 @@ import importlib_metadata
 import pluggy
 
 from . import hookspecs
-from .errors import PluginError, PluginLoadWarning
+from .errors import PluginError, PluginLoadWarning, PluginNameWarning
+from .project import import_project_module, read_project_config
 from .registration import Layer
 
 __all__ = [
+    "ALLOW_ENV",
     "BUILTIN_DISTRIBUTIONS",
     "DISABLE_AUTOLOAD_ENV",
     "ENTRY_POINT_GROUP",
     "BrokenPlugin",
     "PluginInfo",
+    "PluginLoadWarning",
     "PluginSet",
-    "find_project_config",
+    "hook_callers",
     "load_plugins",
 ]
 
 ENTRY_POINT_GROUP = "pt2onnx"
+#: Set (to anything but 0/false/no) to load no installed entry point and no project config.
 DISABLE_AUTOLOAD_ENV = "PT2ONNX_DISABLE_PLUGIN_AUTOLOAD"
+#: Comma-separated names: of the installed and project plugins, load only these.
+ALLOW_ENV = "PT2ONNX_PLUGINS"
 #: Distributions whose entry points form the builtin layer.
 BUILTIN_DISTRIBUTIONS = frozenset({"pt2onnx-aten", "pt2onnx-hops", "pt2onnx-decomp", "pt2onnx-fusions"})
 
@@ -57,22 +69,60 @@ class PluginInfo:
 
 @dataclass(frozen=True)
 class BrokenPlugin:
-    """A plugin that could not be loaded, and why."""
+    """A plugin (or the project config) that could not be loaded or registered, and why."""
 
     name: str
     distribution: str | None
     error: str
+    #: How to silence it.
+    hint: str = ""
 
 
 @dataclass
 class PluginSet:
-    """The plugins of one export session, registered in a fresh pluggy manager."""
+    """The plugins of one export session, registered in a fresh pluggy manager.
+
+    Attributes:
+        plugins: the loaded plugins by name.
+        broken: plugins skipped because they failed to load or register.
+        blocked: names blocked with ``disable=`` / ``-p no:NAME`` that matched a plugin.
+        not_allowed: installed or project plugins skipped because ``PT2ONNX_PLUGINS`` omits them.
+        project_config: the pyproject.toml whose ``[tool.pt2onnx]`` table was read.
+        closed: sources not read, each with the reason (e.g. the autoload switch).
+    """
 
     manager: pluggy.PluginManager
     plugins: dict[str, PluginInfo] = field(default_factory=dict)
     broken: list[BrokenPlugin] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
+    not_allowed: list[str] = field(default_factory=list)
     project_config: Path | None = None
+    closed: list[str] = field(default_factory=list)
+
+    def skip(self, name: str, error: BaseException | str, *, distribution: str | None = None, hint: str = "") -> None:
+        """Record ``name`` as broken, unregister it if it was registered, and warn once."""
+        message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        if self.manager.has_plugin(name):
+            self.manager.unregister(name=name)
+        self.plugins.pop(name, None)
+        self.broken.append(BrokenPlugin(name, distribution, message, hint))
+        where = f" (distribution {distribution})" if distribution else ""
+        warnings.warn(
+            f"pt2onnx plugin {name!r}{where} is skipped: {message}. {hint}".rstrip(),
+            PluginLoadWarning,
+            stacklevel=2,
+        )
+
+    def closed_note(self) -> str | None:
+        """A sentence saying which plugin sources were closed, for "no converter" errors."""
+        notes = list(self.closed)
+        if self.not_allowed:
+            notes.append(f"{ALLOW_ENV} left out {', '.join(self.not_allowed)}")
+        if self.blocked:
+            notes.append(f"blocked: {', '.join(self.blocked)}")
+        if self.broken:
+            notes.append(f"broken and skipped: {', '.join(b.name for b in self.broken)} (see `pt2onnx plugins`)")
+        return "; ".join(notes) or None
 
 
 def _new_manager() -> pluggy.PluginManager:
@@ -81,58 +131,54 @@ def _new_manager() -> pluggy.PluginManager:
     return manager
 
 
-def _autoload_disabled() -> bool:
-    return os.environ.get(DISABLE_AUTOLOAD_ENV, "").strip().lower() not in ("", "0", "false", "no")
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
 
 
-def find_project_config(start: Path | None = None) -> tuple[Path, list[str]] | None:
-    """The first ``pyproject.toml`` from ``start`` (default: cwd) upward, and its plugin list.
-
-    Returns None when no pyproject.toml is found or it has no ``[tool.pt2onnx] plugins``.
-    """
-    directory = (start or Path.cwd()).resolve()
-    for candidate in (directory, *directory.parents):
-        path = candidate / "pyproject.toml"
-        if not path.is_file():
-            continue
-        try:
-            config = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise PluginError(f"cannot read {path}: {e}", hint="fix the TOML syntax of that file") from e
-        plugins = config.get("tool", {}).get("pt2onnx", {}).get("plugins", [])
-        if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
-            raise PluginError(f"{path}: [tool.pt2onnx] plugins must be a list of module names, got {plugins!r}")
-        return (path, plugins) if plugins else None
-    return None
+def _allow_list() -> list[str] | None:
+    value = os.environ.get(ALLOW_ENV)
+    if value is None:
+        return None
+    return [name.strip() for name in value.split(",") if name.strip()]
 
 
-def _import_module(name: str, extra_path: Path | None) -> ModuleType:
-    if extra_path is not None and str(extra_path) not in sys.path:
-        # A project-local plugin lives beside the project's pyproject.toml, as tox's toxfile.py does.
-        sys.path.insert(0, str(extra_path))
-    return importlib.import_module(name)
+def _canonical(name: str) -> str:
+    """Entry-point, distribution and module names compare alike (``pt2onnx_aten`` = ``pt2onnx-aten``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _plugin_name(plugin: object) -> str:
-    if isinstance(plugin, ModuleType):
-        return plugin.__name__
-    if isinstance(plugin, type):
-        return f"{plugin.__module__}.{plugin.__qualname__}"
-    return f"{type(plugin).__module__}.{type(plugin).__qualname__}"
+def _has_hookimpls(manager: pluggy.PluginManager, plugin: object) -> bool:
+    return any(manager.parse_hookimpl_opts(plugin, attr) is not None for attr in dir(plugin))
+
+
+def _block_hint(name: str) -> str:
+    return f"Block it with -p no:{name} (or disable=[{name!r}]) to silence this warning."
 
 
 class _Loader:
-    def __init__(self, disable: Iterable[str]) -> None:
-        self.blocked = set(disable)
+    def __init__(self, disable: Iterable[str], autoload: bool, closed_by: str, allow: list[str] | None) -> None:
+        self.disable = list(disable)
+        self.blocked = {_canonical(n) for n in self.disable}
+        self.allow = allow
+        self.allowed = {_canonical(n) for n in allow} if allow is not None else None
+        self.autoload = autoload
+        self.closed_by = closed_by
+        self.known: set[str] = set()
+        self.argument_names: dict[str, object] = {}
         self.result = PluginSet(manager=_new_manager())
 
     def is_blocked(self, *names: str | None) -> bool:
-        hit = next((n for n in names if n and n in self.blocked), None)
+        present = [n for n in names if n]
+        self.known.update(_canonical(n) for n in present)
+        hit = next((n for n in present if _canonical(n) in self.blocked), None)
         if hit is not None:
             self.result.blocked.append(hit)
         return hit is not None
 
-    def add(self, plugin: object, info: PluginInfo) -> None:
+    def is_allowed(self, *names: str | None) -> bool:
+        return self.allowed is None or any(_canonical(n) in self.allowed for n in names if n)
+
+    def add(self, plugin: object, info: PluginInfo, *, hint: str = "") -> None:
         # The same plugin reached through two layers (e.g. installed and named in the
         # project or in plugins=, maybe under another name) counts once, in the higher layer.
         known = self.result.manager.get_name(plugin) or info.name
@@ -144,66 +190,143 @@ class _Loader:
         try:
             self.result.manager.register(plugin, name=info.name)
         except (ValueError, pluggy.PluginValidationError) as e:
-            raise PluginError(
-                f"plugin {info.name!r} ({info.source}) is invalid: {e}",
-                hint="check the hook names and signatures against pt2onnx.hookspecs",
-            ) from e
+            if info.layer == Layer.ARGUMENT:
+                raise PluginError(
+                    f"plugin {info.name!r} ({info.source}) is invalid: {e}",
+                    hint="check the hook names and signatures against pt2onnx.hookspecs",
+                ) from e
+            self.result.skip(info.name, e, distribution=info.distribution, hint=hint)
+            return
         self.result.plugins[info.name] = info
-
-    def broken(self, name: str, distribution: str | None, error: BaseException) -> None:
-        message = f"{type(error).__name__}: {error}"
-        self.result.broken.append(BrokenPlugin(name, distribution, message))
-        where = f" from distribution {distribution!r}" if distribution else ""
-        warnings.warn(
-            f"pt2onnx plugin {name!r}{where} failed to load and is skipped: {message}",
-            PluginLoadWarning,
-            stacklevel=4,
-        )
 
     def entry_points(self) -> None:
         for ep in sorted(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             dist = ep.dist.name if ep.dist is not None else None
             version = ep.dist.version if ep.dist is not None else None
-            if self.is_blocked(ep.name, dist):
+            if self.is_blocked(ep.name, dist, ep.module):
                 continue
-            layer = Layer.BUILTIN if dist in BUILTIN_DISTRIBUTIONS else Layer.INSTALLED
+            builtin = dist in BUILTIN_DISTRIBUTIONS
+            if not builtin and not self.autoload:
+                continue
+            if not builtin and not self.is_allowed(ep.name, dist, ep.module):
+                self.result.not_allowed.append(ep.name)
+                continue
+            hint = _block_hint(ep.name)
             try:
                 plugin = ep.load()
             except Exception as e:  # noqa: BLE001 - any import failure of a plugin is a warning
-                self.broken(ep.name, dist, e)
+                self.result.skip(ep.name, e, distribution=dist, hint=hint)
                 continue
-            self.add(plugin, PluginInfo(ep.name, layer, dist, version, f"entry point {ep.value}"))
+            layer = Layer.BUILTIN if builtin else Layer.INSTALLED
+            self.add(plugin, PluginInfo(ep.name, layer, dist, version, f"entry point {ep.value}"), hint=hint)
 
     def project(self, start: Path | None) -> None:
-        found = find_project_config(start)
-        if found is None:
+        if not self.autoload:
+            self.result.closed.append(f"the project's [tool.pt2onnx] plugins were not read ({self.closed_by})")
             return
-        path, names = found
-        self.result.project_config = path
-        for name in names:
+        config = read_project_config(start)
+        if config is None:
+            return
+        self.result.project_config = config.path
+        if config.error is not None:
+            self.result.skip(
+                "project config",
+                f"{config.path}: {config.error}",
+                hint=f"Fix that file, or set {DISABLE_AUTOLOAD_ENV}=1 to not read it.",
+            )
+            return
+        for name in config.plugins:
             if self.is_blocked(name):
                 continue
-            try:
-                module = _import_module(name, path.parent)
-            except Exception as e:  # noqa: BLE001
-                self.broken(name, None, e)
+            if not self.is_allowed(name):
+                self.result.not_allowed.append(name)
                 continue
-            self.add(module, PluginInfo(name, Layer.PROJECT, source=str(path)))
+            hint = f"Remove it from [tool.pt2onnx] plugins in {config.path}, or block it with -p no:{name}."
+            try:
+                module = import_project_module(name, config.path.parent)
+            except Exception as e:  # noqa: BLE001 - the project's module may raise anything
+                self.result.skip(name, e, hint=hint)
+                continue
+            self.add(module, PluginInfo(name, Layer.PROJECT, source=str(config.path)), hint=hint)
+
+    def argument_name(self, plugin: object) -> tuple[str, str]:
+        """The plugin's unique name, and the name it was made from (blocking either blocks it).
+
+        A module's name; else an object's ``name`` attribute; else its class's. A second
+        object of the same name gets ``#2``, a third ``#3``, so none is dropped.
+        """
+        if isinstance(plugin, ModuleType):
+            return plugin.__name__, plugin.__name__
+        explicit = getattr(plugin, "name", None)
+        cls = plugin if isinstance(plugin, type) else type(plugin)
+        base = explicit if isinstance(explicit, str) and explicit else f"{cls.__module__}.{cls.__qualname__}"
+        name, count = base, 1
+        while self.argument_names.get(name, plugin) is not plugin:
+            count += 1
+            name = f"{base}#{count}"
+        self.argument_names[name] = plugin
+        return name, base
 
     def arguments(self, plugins: Sequence[PluginSpec]) -> None:
+        if isinstance(plugins, (str, ModuleType)) or not isinstance(plugins, Iterable):
+            raise PluginError(
+                f"plugins= takes a list of plugins, got {type(plugins).__name__} {plugins!r:.80}",
+                hint="wrap it in a list: plugins=[...]",
+            )
         for plugin in plugins:
             if isinstance(plugin, str):
                 try:
                     plugin = importlib.import_module(plugin)
-                except ImportError as e:
+                except Exception as e:  # importing runs the module's code
                     raise PluginError(
-                        f"plugins=[...] names {plugin!r}, which cannot be imported: {e}",
+                        f"plugins=[...] names {plugin!r}, which cannot be imported: {type(e).__name__}: {e}",
                         hint="pass an importable module name, a module, or a plugin object",
                     ) from e
-            name = _plugin_name(plugin)
-            if self.is_blocked(name):
+            if not _has_hookimpls(self.result.manager, plugin):
+                raise PluginError(
+                    f"plugins=[...] holds {plugin!r:.80} ({type(plugin).__name__}), which is not a plugin: "
+                    "it has no function marked @hookimpl",
+                    hint="pass a module, class instance or object with @hookimpl functions such as "
+                    "pt2onnx_register_converters (see docs/plugins.md)",
+                )
+            name, base = self.argument_name(plugin)
+            if self.is_blocked(name, base):
                 continue
             self.add(plugin, PluginInfo(name, Layer.ARGUMENT, source="plugins= argument"))
+
+    def check_hooks(self) -> None:
+        """Skip (or, for ``plugins=``, raise for) every plugin implementing a hook pt2onnx does not define."""
+        manager = self.result.manager
+        while True:
+            try:
+                manager.check_pending()
+                return
+            except pluggy.PluginValidationError as e:
+                name = manager.get_name(e.plugin) or repr(e.plugin)
+                info = self.result.plugins.get(name)
+                message = f"implements a hook pt2onnx does not define: {e}"
+                if info is None or info.layer == Layer.ARGUMENT:
+                    raise PluginError(
+                        f"plugin {name!r} {message}",
+                        hint="check the spelling against pt2onnx.hookspecs (e.g. pt2onnx_register_converters)",
+                    ) from e
+                self.result.skip(name, message, distribution=info.distribution, hint=_block_hint(name))
+
+    def warn_unknown(self) -> None:
+        unknown = [n for n in self.disable if _canonical(n) not in self.known]
+        for name in unknown:
+            warnings.warn(
+                f"-p no:{name} / disable=[{name!r}] names no plugin; known: {', '.join(sorted(self.known))}",
+                PluginNameWarning,
+                stacklevel=3,
+            )
+        for name in self.allow or ():
+            if _canonical(name) not in self.known:
+                warnings.warn(
+                    f"{ALLOW_ENV} names {name!r}, which is no installed or project plugin",
+                    PluginNameWarning,
+                    stacklevel=3,
+                )
 
 
 def load_plugins(
@@ -218,23 +341,23 @@ def load_plugins(
     Args:
         plugins: the ``plugins=`` layer: modules, importable module names or plugin objects.
         disable: plugin names (entry-point names, distribution names or module names) to block.
-        autoload: load entry points; default: unless ``PT2ONNX_DISABLE_PLUGIN_AUTOLOAD`` is set.
+        autoload: load installed entry points and the project config; default: unless
+            ``PT2ONNX_DISABLE_PLUGIN_AUTOLOAD`` is set. Builtin packs load either way.
         project_dir: where to start looking for the project's pyproject.toml (default: cwd).
     """
-    loader = _Loader(disable)
     if autoload is None:
-        autoload = not _autoload_disabled()
-    if autoload:
-        loader.entry_points()
+        autoload = not _env_flag(DISABLE_AUTOLOAD_ENV)
+        closed_by = f"{DISABLE_AUTOLOAD_ENV} is set"
+    else:
+        closed_by = "autoload=False"
+    loader = _Loader(disable, autoload, closed_by, _allow_list())
+    if not autoload:
+        loader.result.closed.append(f"installed plugin packs were not loaded ({closed_by})")
+    loader.entry_points()
     loader.project(project_dir)
-    loader.arguments(plugins or ())
-    try:
-        loader.result.manager.check_pending()
-    except pluggy.PluginValidationError as e:
-        raise PluginError(
-            f"plugin {e.plugin!r} implements a hook pt2onnx does not define: {e}",
-            hint="check the spelling against pt2onnx.hookspecs (e.g. pt2onnx_register_converters)",
-        ) from e
+    loader.arguments(plugins if plugins is not None else ())
+    loader.check_hooks()
+    loader.warn_unknown()
     return loader.result
 
 

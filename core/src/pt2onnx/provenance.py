@@ -10,24 +10,33 @@ HOP call, and their FX name is qualified by it (``scan/add``).
 The queries users ask of an exported model live here too: which module a parameter's
 initializer belongs to (from its fully qualified name, as ``from_node`` is missing),
 and which line of their code made a node.
+
+What a saved model reveals of the user's machine is chosen with ``source_paths``
+(:func:`apply_source_paths`): file paths relative to the project root (the default),
+full, or no source lines at all.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path, PurePath
+from typing import Any, Literal, get_args
 
 import onnx_ir as ir
 import torch.fx
 
-from .errors import NodeLocation
+from .errors import NodeLocation, OptionError
 from .opnames import op_name
 
 __all__ = [
     "METADATA_KEYS",
     "ModuleInfo",
+    "SourcePaths",
+    "apply_source_paths",
+    "check_source_paths",
     "find_node",
     "location_of",
     "metadata_props",
@@ -43,6 +52,9 @@ METADATA_KEYS = {
     "module_class": "pt2onnx.module_class",
     "source": "pt2onnx.source",
 }
+
+#: How source files appear in the ``pt2onnx.source`` metadata of an exported model.
+SourcePaths = Literal["relative", "full", "none"]
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 # Frames from these places are torch's own, pt2onnx's or generated code, never the user's line.
@@ -188,3 +200,59 @@ def find_node(model: ir.Model, node_or_name: Any) -> ir.Node:
         if node.name == node_or_name or any(v.name == node_or_name for v in node.outputs):
             return node
     raise KeyError(f"no ONNX node or node output named {node_or_name!r}")
+
+
+# -- what the saved model reveals ------------------------------------------------------
+
+_SOURCE = re.compile(r"^(?P<file>.+?):(?P<rest>\d+ in .*)$", re.S)
+_PACKAGE_DIRS = ("site-packages", "dist-packages")
+
+
+def check_source_paths(mode: object) -> SourcePaths:
+    """``mode`` if it is a valid ``source_paths`` value, else an :class:`OptionError`."""
+    if mode not in get_args(SourcePaths):
+        raise OptionError(
+            f"source_paths={mode!r} is not one of {', '.join(map(repr, get_args(SourcePaths)))}",
+            hint="'relative' (default: paths relative to the project root), 'full', or 'none' (no source lines)",
+        )
+    return mode  # type: ignore[return-value]
+
+
+def shown_path(file: str, root: Path) -> str:
+    """``file`` as the relative mode shows it.
+
+    Relative to the project ``root`` when inside it (and not in an installed package);
+    else relative to the ``sys.path`` entry it was imported from (``transformers/...``);
+    else its name only.
+    """
+    path = PurePath(file)
+    if not path.is_absolute():
+        return file
+    if path.is_relative_to(root) and not set(path.relative_to(root).parts) & set(_PACKAGE_DIRS):
+        return path.relative_to(root).as_posix()
+    bases = [PurePath(p) for p in sys.path if p and PurePath(p).is_absolute()]
+    inside = [b for b in bases if path.is_relative_to(b)]
+    if inside:
+        return path.relative_to(max(inside, key=lambda b: len(b.parts))).as_posix()
+    return path.name
+
+
+def apply_source_paths(model: ir.Model, mode: SourcePaths, root: Path) -> None:
+    """Rewrite the ``pt2onnx.source`` metadata of every node (subgraphs and functions too).
+
+    ``"full"`` keeps absolute paths; ``"relative"`` shows each file as :func:`shown_path`
+    does; ``"none"`` removes the source metadata (file, line and code).
+    """
+    if mode == "full":
+        return
+    key = METADATA_KEYS["source"]
+    for node in _all_nodes(model):
+        source = node.metadata_props.get(key)
+        if source is None:
+            continue
+        if mode == "none":
+            del node.metadata_props[key]
+            continue
+        match = _SOURCE.match(source)
+        if match is not None:
+            node.metadata_props[key] = f"{shown_path(match['file'], root)}:{match['rest']}"

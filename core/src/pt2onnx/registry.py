@@ -1,8 +1,12 @@
 """The resolved registry: one plain table per session, built once from all plugins' hooks.
 
-For each op the highest layer wins; within one layer, two registrations are an error
-unless exactly one says ``override=True``. Whatever a winner shadows is kept, so the
-report and ``pt2onnx ops`` can show it.
+Everything that says how an op is handled — a converter, a lowering, a custom-op
+handler (``expand``, ``custom_domain``, ``decompose``) or a plugin decomposition —
+competes for the op as one: the highest layer wins; within one layer, registrations of
+several plugins conflict unless exactly one says ``override=True``. A conflict is kept
+in the table, shown by ``pt2onnx plugins``/``pt2onnx ops``, and raised as a
+:class:`~pt2onnx.errors.PluginConflictError` only by an export that reaches the op.
+Whatever a winner shadows is kept, so the report and ``pt2onnx ops`` can show it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from .registration import (
     ConverterRegistrar,
     CustomOpRegistrar,
     DecompositionRegistrar,
+    Layer,
     LoweringRegistrar,
     Registration,
     RewriteRegistrar,
@@ -26,7 +31,7 @@ from .registration import (
     _Sink,
 )
 
-__all__ = ["Entry", "Registry", "build_registry"]
+__all__ = ["Entry", "Registry", "build_registry", "session_registry"]
 
 _HOOKS: tuple[tuple[str, type[_Registrar]], ...] = (
     ("pt2onnx_register_converters", ConverterRegistrar),
@@ -39,114 +44,183 @@ _HOOKS: tuple[tuple[str, type[_Registrar]], ...] = (
 
 @dataclass(frozen=True)
 class Entry:
-    """The winning registration for one op, and the registrations it shadows."""
+    """The winning registration for one op, the registrations it shadows, and any conflict.
+
+    ``conflict`` holds the same-layer registrations of several plugins, none with
+    ``override=True``; then ``winner`` is only the first of them and :meth:`check` raises.
+    """
 
     winner: Registration
     shadowed: tuple[Registration, ...] = ()
+    conflict: tuple[Registration, ...] = ()
+
+    def check(self) -> Entry:
+        """This entry, or a :class:`PluginConflictError` naming the plugins if it is a conflict."""
+        if self.conflict:
+            raise conflict_error(self.winner.op, self.conflict)
+        return self
 
 
-def _resolve(op: str, registrations: Sequence[Registration]) -> Entry:
+def conflict_error(op: str, registrations: Sequence[Registration]) -> PluginConflictError:
+    """The error for ``registrations`` of one layer competing for ``op``."""
+    names = ", ".join(f"{r.plugin!r} ({r.kind})" for r in registrations)
+    if registrations[0].kind == "rewrite":
+        what, where = "rewrite", "register.rewrite(name, fn, override=True)"
+    else:
+        what = "op"
+        where = (
+            "on its @converter/@lowering decorator, or in its call: register.converter(op, fn, override=True), "
+            "register.expand(op, fn, override=True), register.decompose(op, fn, override=True), ..."
+        )
+    return PluginConflictError(
+        f"{what} {op!r} is registered by several {registrations[0].layer} plugins: {names}",
+        hint=f"mark the one that should win with override=True ({where}), "
+        "or block the other with -p no:NAME / disable=[NAME]",
+    )
+
+
+def _resolve(registrations: Sequence[Registration]) -> Entry:
     ranked = sorted(registrations, key=lambda r: r.layer, reverse=True)
-    top_layer = ranked[0].layer
-    top = [r for r in ranked if r.layer == top_layer]
+    top = [r for r in ranked if r.layer == ranked[0].layer]
+    winner = top[0]
     if len(top) > 1:
         overriding = [r for r in top if r.override]
         if len(overriding) != 1:
-            names = ", ".join(f"{r.plugin!r}" for r in top)
-            raise PluginConflictError(
-                f"op {op!r} is registered by several {top_layer} plugins: {names}",
-                hint="uninstall or block one of them (-p no:NAME / disable=[NAME]), "
-                "or mark the one that should win with override=True",
-            )
+            return Entry(winner, tuple(r for r in ranked if r is not winner), tuple(top))
         winner = overriding[0]
-    else:
-        winner = top[0]
     return Entry(winner, tuple(r for r in ranked if r is not winner))
 
 
-def _most_specific(op: str, entries: Sequence[Entry]) -> Entry | None:
+def _most_specific(entries: Sequence[Entry]) -> Entry | None:
     """Of the entries for an exact overload and its packet (in that order), the one that wins.
 
     The higher layer wins. In one layer, one plugin's exact registration refines its own
-    packet registration; two plugins are a conflict unless exactly one says ``override=True``.
+    packet registration; two plugins conflict unless exactly one says ``override=True``.
     """
     if not entries:
         return None
     top = max(e.winner.layer for e in entries)
     tied = [e for e in entries if e.winner.layer == top]
+    chosen = tied[0]
+    conflict = chosen.conflict
     if len(tied) > 1 and tied[0].winner.plugin != tied[1].winner.plugin:
-        best = _resolve(op, [e.winner for e in tied])
+        best = _resolve([e.winner for e in tied])
         chosen = next(e for e in tied if e.winner is best.winner)
-    else:
-        chosen = tied[0]
+        conflict = best.conflict or chosen.conflict
     others = tuple(r for e in entries if e is not chosen for r in (e.winner, *e.shadowed))
-    return Entry(chosen.winner, chosen.shadowed + others)
+    return Entry(chosen.winner, chosen.shadowed + others, conflict)
 
 
 class Registry:
-    """Every op's converter or lowering, decomposition and keep entry, and the rewrites, resolved."""
+    """Every op's handler (converter, lowering, custom-op handler or decomposition), keeps and rewrites, resolved.
+
+    ``lookup`` and ``decomposition`` are what an export asks; they raise the
+    :class:`PluginConflictError` of an op in conflict. ``find``, ``converts`` and
+    ``entries_for`` never raise: they serve diagnosis.
+    """
 
     def __init__(self, plugin_set: PluginSet, registrations: Iterable[Registration]) -> None:
         self.plugin_set = plugin_set
         self.registrations = list(registrations)
-        translating: dict[str, list[Registration]] = defaultdict(list)
-        decomposing: dict[str, list[Registration]] = defaultdict(list)
+        handling: dict[str, list[Registration]] = defaultdict(list)
         rewriting: dict[str, list[Registration]] = defaultdict(list)
         self.kept: set[str] = set()
         for r in self.registrations:
-            if r.converts:
-                translating[r.op].append(r)
-            elif r.kind == "decomposition":
-                decomposing[r.op].append(r)
+            if r.kind == "keep":
+                self.kept.add(r.op)
             elif r.kind == "rewrite":
                 rewriting[r.op].append(r)
             else:
-                self.kept.add(r.op)
+                handling[r.op].append(r)
+        #: Every registered op name's entry (its handlers of all kinds, resolved by layer).
+        self.handlers = {op: _resolve(regs) for op, regs in handling.items()}
         #: Rewrite passes by name, in the order their names were first registered.
-        self.rewrites = {name: _resolve(name, regs) for name, regs in rewriting.items()}
-        self.converters = {op: _resolve(op, regs) for op, regs in translating.items()}
-        self._lookup_cache: dict[str, Entry | None] = {}
-        self.decompositions = {op: _resolve(op, regs) for op, regs in decomposing.items()}
+        self.rewrites = {name: _resolve(regs) for name, regs in rewriting.items()}
+        self._cache: dict[str, Entry | None] = {}
+
+    @property
+    def converters(self) -> dict[str, Entry]:
+        """The registered names whose handler translates the op (converter, lowering, expand, custom domain)."""
+        return {op: e for op, e in self.handlers.items() if e.winner.converts and not e.conflict}
+
+    @property
+    def decompositions(self) -> dict[str, Entry]:
+        """The registered names whose handler is a decomposition into other ops."""
+        return {op: e for op, e in self.handlers.items() if e.winner.kind == "decomposition" and not e.conflict}
+
+    @property
+    def conflicts(self) -> dict[str, Entry]:
+        """The registered names in conflict, an overload's with its packet's (raised by an export that reaches them)."""
+        resolved = {op: self.entries_for(op).get(op) for op in self.handlers}
+        return {op: e for op, e in resolved.items() if e is not None and e.conflict}
+
+    def find(self, target: Any) -> Entry | None:
+        """The entry that handles an FX target (exact overload and packet compete by layer); never raises."""
+        key = op_name(target)
+        if key not in self._cache:
+            self._cache[key] = _most_specific([self.handlers[k] for k in lookup_keys(target) if k in self.handlers])
+        return self._cache[key]
 
     def lookup(self, target: Any) -> Entry | None:
-        """The converter entry for an FX target.
+        """The converter entry for an FX target, or None when nothing converts it (or it is decomposed).
 
-        The registrations for the exact overload and for its packet compete by layer;
-        within one layer the exact overload wins.
+        Raises:
+            PluginConflictError: the op's handlers conflict.
         """
-        key = op_name(target)
-        if key not in self._lookup_cache:
-            entries = [self.converters[k] for k in lookup_keys(target) if k in self.converters]
-            self._lookup_cache[key] = _most_specific(key, entries)
-        return self._lookup_cache[key]
+        entry = self.find(target)
+        if entry is None or not entry.check().winner.converts:
+            return None
+        return entry
+
+    def decomposition(self, target: Any) -> Entry | None:
+        """The plugin decomposition that handles an FX target, if that is what won.
+
+        Raises:
+            PluginConflictError: the op's handlers conflict.
+        """
+        entry = self.find(target)
+        if entry is None or entry.check().winner.kind != "decomposition":
+            return None
+        return entry
+
+    def converts(self, target: Any) -> bool:
+        """Whether a plugin translates ``target`` itself (also when its handlers conflict); never raises."""
+        entry = self.find(target)
+        return entry is not None and any(r.converts for r in (entry.winner, *entry.conflict))
+
+    def is_kept(self, target: Any) -> bool:
+        """Whether a plugin converts or explicitly keeps ``target``, so torch's table never decomposes it."""
+        entry = self.find(target)
+        if entry is not None and entry.winner.kind == "decomposition" and not entry.conflict:
+            return False
+        return self.converts(target) or any(k in self.kept for k in lookup_keys(target))
 
     def entries_for(self, name: str) -> dict[str, Entry]:
-        """What converts the op named ``name`` (canonical): one entry, or one per registered overload of a packet."""
+        """What handles the op named ``name`` (canonical): one entry, or one per registered overload of a packet."""
         packet = name.split(".", 1)[0]
-        packet_entry = self.converters.get(packet)
+        packet_entry = self.handlers.get(packet)
         if name != packet:
-            found = _most_specific(name, [e for e in (self.converters.get(name), packet_entry) if e is not None])
+            found = _most_specific([e for e in (self.handlers.get(name), packet_entry) if e is not None])
             return {name: found} if found is not None else {}
         result = {
-            k: _most_specific(k, [e for e in (entry, packet_entry) if e is not None])
-            for k, entry in self.converters.items()
+            k: _most_specific([e for e in (entry, packet_entry) if e is not None])
+            for k, entry in self.handlers.items()
             if k.startswith(f"{packet}.")
         }
         if packet_entry is not None:
             result[packet] = packet_entry
         return {k: e for k, e in result.items() if e is not None}
 
-    def decomposition(self, target: Any) -> Entry | None:
-        """The plugin decomposition registered for an FX target, if any."""
-        for key in lookup_keys(target):
-            entry = self.decompositions.get(key)
-            if entry is not None:
-                return entry
-        return None
+    def rewrite_functions(self) -> dict[str, Any]:
+        """Each rewrite pass's winning function by name (see :meth:`check_rewrites` for conflicts)."""
+        return {name: e.winner.fn for name, e in self.rewrites.items()}
 
-    def is_kept(self, target: Any) -> bool:
-        """Whether a plugin converts or explicitly keeps ``target``, so it is never decomposed."""
-        return self.lookup(target) is not None or any(k in self.kept for k in lookup_keys(target))
+    def check_rewrites(self, names: Iterable[str]) -> None:
+        """Raise the :class:`PluginConflictError` of the first of the rewrite passes ``names`` in conflict."""
+        for name in names:
+            entry = self.rewrites.get(name)
+            if entry is not None:
+                entry.check()
 
     def by_plugin(self) -> dict[str, list[Registration]]:
         """Every registration, grouped by the plugin that made it."""
@@ -159,28 +233,47 @@ class Registry:
         """The entries where ``plugin`` wins over registrations of other plugins."""
         return [
             e
-            for table in (self.converters, self.decompositions, self.rewrites)
+            for table in (self.handlers, self.rewrites)
             for e in table.values()
-            if e.winner.plugin == plugin and any(s.plugin != plugin for s in e.shadowed)
+            if not e.conflict and e.winner.plugin == plugin and any(s.plugin != plugin for s in e.shadowed)
         ]
 
 
 def build_registry(plugin_set: PluginSet) -> Registry:
-    """Call every plugin's registration hooks once and resolve the result."""
+    """Call every plugin's registration hooks once and resolve the result.
+
+    A plugin whose hook raises (e.g. an invalid op name) is skipped with a
+    :class:`~pt2onnx.errors.PluginLoadWarning`, all its registrations dropped; one
+    passed with ``plugins=`` is a :class:`PluginError` instead.
+    """
     registrations: list[Registration] = []
+    failed: dict[str, tuple[str, Exception]] = {}
     for hook, registrar_type in _HOOKS:
         for info, impl in hook_callers(plugin_set, hook):
+            if info.name in failed:
+                continue
             sink = _Sink(info.name, info.layer)
             kwargs = {"register": registrar_type(sink)} if "register" in impl.argnames else {}
             try:
                 impl.function(**kwargs)
-            except Exception as e:
-                raise PluginError(
-                    f"plugin {info.name!r} failed in {hook}: {type(e).__name__}: {e}",
-                    hint=f"fix the plugin, or block it with -p no:{info.name} / disable=[{info.name!r}]",
-                ) from e
+            except Exception as e:  # a plugin may raise anything while registering
+                if info.layer == Layer.ARGUMENT:
+                    raise PluginError(
+                        f"plugin {info.name!r} failed in {hook}: {type(e).__name__}: {e}",
+                        hint=f"fix the plugin, or leave it out of plugins= / block it with disable=[{info.name!r}]",
+                    ) from e
+                failed[info.name] = (hook, e)
+                continue
             registrations.extend(sink.registrations)
-    return Registry(plugin_set, registrations)
+    for name, (hook, error) in failed.items():
+        info = plugin_set.plugins[name]
+        plugin_set.skip(
+            name,
+            f"failed in {hook}: {type(error).__name__}: {error}",
+            distribution=info.distribution,
+            hint=f"Block it with -p no:{name} (or disable=[{name!r}]) to silence this warning.",
+        )
+    return Registry(plugin_set, [r for r in registrations if r.plugin not in failed])
 
 
 def session_registry(plugins: Sequence[Any] | None = None, disable: Iterable[str] = ()) -> Registry:

@@ -24,13 +24,15 @@ def peak_rss_mb() -> float:
 
 @dataclass(frozen=True)
 class OpUsage:
-    """One op of the graph: how many nodes, which plugin converted it, what it shadowed."""
+    """One op of the graph: how many nodes, which plugin converted (or decomposed) it, what it shadowed."""
 
     op: str
     count: int
     plugin: str
     layer: str
     shadowed: tuple[str, ...] = ()
+    #: ``"converted"``, or ``"decomposed"`` by the plugin's decomposition before translation.
+    how: str = "converted"
 
 
 def function_id(fn: Any) -> str:
@@ -108,7 +110,8 @@ class Report:
         lines.append("ops:")
         for u in sorted(self.ops, key=lambda u: u.op):
             shadow = f" (shadows {', '.join(u.shadowed)})" if u.shadowed else ""
-            lines.append(f"  {u.op:<40} x{u.count:<4} {u.plugin} [{u.layer}]{shadow}")
+            how = " (decomposed)" if u.how == "decomposed" else ""
+            lines.append(f"  {u.op:<40} x{u.count:<4} {u.plugin} [{u.layer}]{how}{shadow}")
         if self.passes:
             lines.append("optimization passes:")
             lines.extend(f"  {p.name:<26} -{p.removed:<5} nodes {p.seconds:.3f}s" for p in self.passes)

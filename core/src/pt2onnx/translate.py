@@ -22,7 +22,7 @@ import torch.fx
 from onnxscript import GraphBuilder
 
 from .builder import Builder
-from .errors import ConversionError, Pt2OnnxError, UnsupportedArgumentError, UnsupportedOpsError
+from .errors import ConversionError, PluginConflictError, Pt2OnnxError, UnsupportedArgumentError, UnsupportedOpsError
 from .op import Op
 from .opnames import op_name
 from .provenance import METADATA_KEYS, location_of, metadata_props
@@ -88,8 +88,11 @@ class GraphTranslator:
         """Raise one error listing every op of ``gm`` (subgraphs included) without converter."""
         missing: dict[str, list[Any]] = {}
         for node in _all_call_nodes(gm):
-            if self.registry.lookup(node.target) is not None:
-                continue
+            try:
+                if self.registry.lookup(node.target) is not None:
+                    continue
+            except PluginConflictError as e:
+                raise e.at(location_of(node)) from None
             name = op_name(node.target)
             if _is_custom(name) and self.unknown_custom_ops == "emit":
                 continue
@@ -107,6 +110,9 @@ class GraphTranslator:
                 "aten ops (see docs/custom_ops.md). Or pass unknown_custom_ops='emit' to emit one opaque "
                 "node in a domain named after the op's namespace."
             )
+        closed = self.registry.plugin_set.closed_note()
+        if closed is not None:
+            hint = f"{(hint or UnsupportedOpsError.DEFAULT_HINT).rstrip('.')}. Note: {closed}"
         raise UnsupportedOpsError(missing, hint=hint)
 
     # -- the main graph -------------------------------------------------------------
