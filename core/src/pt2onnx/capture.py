@@ -91,7 +91,8 @@ def _export(
 ) -> ExportedProgram:
     # Keep every nested_compile_region call as invoke_subgraph (-> ONNX local function); torch 2.11 lacks the flag.
     flag = "inline_single_use_invoke_subgraph"
-    with torch._dynamo.config.patch(**({flag: False} if hasattr(torch._dynamo.config, flag) else {})):
+    keep: dict[str, Any] = {flag: False} if hasattr(torch._dynamo.config, flag) else {}
+    with torch._dynamo.config.patch(keep):
         return torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
 
 
