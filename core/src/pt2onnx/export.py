@@ -21,8 +21,9 @@ from .opset import check_opset
 from .optimize import count_nodes, select_passes
 from .optimize import optimize as run_passes
 from .plugin_manager import load_plugins
+from .progress import Progress
 from .registry import Registry, build_registry
-from .report import OpUsage, Report
+from .report import OpUsage, Report, TensorInfo, report_format
 from .result import ExportResult
 from .signature import dim_names
 from .symbolic import DimNames
@@ -57,6 +58,8 @@ def export(
     decompose_all: bool = False,
     unknown_custom_ops: Literal["error", "emit"] = "error",
     modules_as_functions: ModuleSelection = False,
+    report: str | os.PathLike[str] | None = None,
+    quiet: bool = False,
 ) -> ExportResult:
     """Export a PyTorch model to ONNX.
 
@@ -76,31 +79,39 @@ def export(
             node in a domain named after its namespace (with a warning) instead of failing.
         modules_as_functions: ``True`` or a list of ``nn.Module`` classes: keep the calls of
             those modules as ONNX local functions (one per class and configuration).
+        report: if given, write the export report there; the suffix picks the format
+            (``.md``, ``.html``, ``.json``). ``save()`` and ``verify()`` on the result
+            rewrite it, so it ends up holding their sizes and differences too.
+        quiet: no progress display (shown on stderr only when it is a terminal).
 
     Returns:
         An :class:`ExportResult` with ``.model``, ``.model_proto``, ``.save()``, ``.run()``,
         ``.verify()`` and ``.report``.
     """
-    report = Report()
-    report.opset = target_opset = check_opset(opset)
+    if report is not None:
+        report_format(report)  # an unknown suffix fails now, not after the export
+    progress = Progress.for_terminal(quiet)
+    export_report = Report()
+    export_report.opset = target_opset = check_opset(opset)
 
-    with report.phase("plugins"):
+    with export_report.phase("plugins"), progress.phase("plugins"):
         plugin_set = load_plugins(plugins, disable=disable)
         registry = build_registry(plugin_set)
         passes = select_passes(optimize, {name: e.winner.fn for name, e in registry.rewrites.items() if e.winner.fn})
-    report.plugins = list(plugin_set.plugins.values())
-    report.broken_plugins = list(plugin_set.broken)
+    export_report.plugins = list(plugin_set.plugins.values())
+    export_report.broken_plugins = list(plugin_set.broken)
 
-    with report.phase("capture"):
+    with export_report.phase("capture"), progress.phase("capture"):
         captured = capture(model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, strict=strict, fallback=fallback)
-    report.capture, report.capture_fallback = captured.strategy, captured.fallback_reason
+    export_report.capture, export_report.capture_fallback = captured.strategy, captured.fallback_reason
 
-    with report.phase("decompose"):
+    with export_report.phase("decompose"), progress.phase("decompose"):
         decomposed = decompose(captured.program, registry, force=decompose_all)
     program = decomposed.program
-    report.retraced, report.decompose_reason = decomposed.retraced, decomposed.reason
+    export_report.retraced, export_report.decompose_reason = decomposed.retraced, decomposed.reason
 
-    with report.phase("translate"):
+    nodes = sum(node.op == "call_function" for node in program.graph.nodes)
+    with export_report.phase("translate"), progress.phase("translate", nodes) as advance:
         eager = None if isinstance(model, ExportedProgram) else as_module(model)
         signature = inspect.signature(eager.forward) if eager is not None else None
         dims = DimNames(dim_names(program, signature, tuple(args), kwargs, dynamic_shapes))
@@ -108,18 +119,23 @@ def export(
         graph_module = program.graph_module
         if modules_as_functions:
             graph_module = outline_modules(graph_module, modules_as_functions)
-        translated = translator.translate_program(graph_module)
+        translated = translator.translate_program(graph_module, on_node=advance)
 
-    with report.phase("assemble"):
+    with export_report.phase("assemble"), progress.phase("assemble"):
         onnx_model, layout = assemble(program, translated, target_opset)
-    report.ops = _op_usage(registry, translated)
-    report.nodes_translated = count_nodes(onnx_model)
+    export_report.ops = _op_usage(registry, translated)
+    export_report.nodes_translated = count_nodes(onnx_model)
 
-    with report.phase("optimize"):
-        report.passes = run_passes(onnx_model, passes)
-    report.nodes_final = count_nodes(onnx_model)
+    with export_report.phase("optimize"), progress.phase("optimize"):
+        export_report.passes = run_passes(onnx_model, passes)
+    export_report.nodes_final = count_nodes(onnx_model)
+    export_report.inputs = [TensorInfo.of(v) for v in onnx_model.graph.inputs]
+    export_report.outputs = [TensorInfo.of(v) for v in onnx_model.graph.outputs]
+    export_report.weights_bytes = sum(
+        v.const_value.nbytes for v in onnx_model.graph.initializers.values() if v.const_value is not None
+    )
 
-    result = ExportResult(onnx_model, program, layout, report, eager)
+    result = ExportResult(onnx_model, program, layout, export_report, eager, progress=progress, report_file=report)
     if f is not None:
         result.save(f)
     return result

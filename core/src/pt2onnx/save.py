@@ -15,7 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -41,13 +41,19 @@ def _weights_nbytes(model: ir.Model) -> int:
     return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
 
 
-def save_model(model: ir.Model, path: str | os.PathLike[str], external_data: bool | str | None = None) -> list[Path]:
+def save_model(
+    model: ir.Model,
+    path: str | os.PathLike[str],
+    external_data: bool | str | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> list[Path]:
     """Write ``model`` to ``path``; returns the files written.
 
     Args:
         external_data: ``None``: only when the weights would exceed protobuf's 2 GB
             limit; ``True``: always, to ``<name>.data``; a string: always, to that file
             name (relative to ``path``'s directory); ``False``: never.
+        on_bytes: called with the number of weight bytes each step wrote (progress).
     """
     target = Path(path)
     if not target.parent.is_dir():
@@ -66,9 +72,11 @@ def save_model(model: ir.Model, path: str | os.PathLike[str], external_data: boo
     try:
         if data_name is None and _streamable(model):
             with open(staging / target.name, "wb") as f:
-                _write_streamed(model, f)
+                _write_streamed(model, f, on_bytes)
         else:
             ir.save(model, staging / target.name, external_data=data_name)
+            if on_bytes is not None:
+                on_bytes(_weights_nbytes(model))
         written = []
         # The data file goes into place first: the model never points at missing data.
         for name in [data_name, target.name]:
@@ -116,7 +124,7 @@ def _initializers_detached(graph: ir.Graph) -> Iterator[list[ir.Value]]:
             graph.register_initializer(value)
 
 
-def _write_streamed(model: ir.Model, f: BinaryIO) -> None:
+def _write_streamed(model: ir.Model, f: BinaryIO, on_bytes: Callable[[int], None] | None = None) -> None:
     """Write ``model`` as one protobuf file, its weights streamed from their tensors.
 
     Protobuf fields may come in any order and a repeated field may be split, so the
@@ -153,6 +161,8 @@ def _write_streamed(model: ir.Model, f: BinaryIO) -> None:
                 f"initializer {value.name!r}: {len(payload)} bytes, its type says {value.const_value.nbytes}"
             )
         f.write(payload)
+        if on_bytes is not None:
+            on_bytes(len(payload))
 
 
 def _raw_bytes(tensor: ir.TensorProtocol) -> memoryview:
