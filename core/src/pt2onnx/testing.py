@@ -1,13 +1,22 @@
 """Testing converters: hypothesis strategies and ``assert_exports_like_eager``.
 
-Public so that third-party packs test their converters exactly as the builtin ones::
+Public so that third-party packs test their converters exactly as the builtin ones:
 
-    from hypothesis import given
-    from pt2onnx.testing import assert_exports_like_eager, tensors
+```python
+import torch
+from hypothesis import given
 
-    @given(x=tensors(dtypes=["float32", "float16"]))
-    def test_gelu(x):
-        assert_exports_like_eager(torch.nn.GELU(), (x,))
+from pt2onnx.testing import assert_exports_like_eager, covers, tensors
+
+
+@covers("aten::gelu.default")
+@given(x=tensors(dtype="float32"))
+def test_gelu(x):
+    assert_exports_like_eager(torch.nn.GELU(), (x,), expect_ops=["aten::gelu"])
+```
+
+``tensors(dtype=...)`` takes one dtype (a ``torch.dtype``, its name, or a strategy such
+as ``dtypes(["float32", "float16"])`` to draw one per example).
 """
 
 from __future__ import annotations
