@@ -27,6 +27,7 @@ from .report import OpUsage, Report, TensorInfo, report_format
 from .result import ExportResult
 from .signature import dim_names
 from .symbolic import DimNames
+from .torch_warnings import torch_internal_warnings_silenced
 from .translate import GraphTranslator, TranslatedGraph
 
 __all__ = ["export"]
@@ -65,7 +66,8 @@ def export(
 
     Args:
         model: an ``nn.Module``, a callable, or an already captured ``ExportedProgram``.
-        args, kwargs: example inputs, as the model is called.
+        args: example positional inputs, as the model is called.
+        kwargs: example keyword inputs, as the model is called.
         dynamic_shapes: as for ``torch.export.export`` (``Dim`` names name the ONNX dims).
         strict: capture with TorchDynamo (``True``) or by tracing Python (``False``).
         opset: target ONNX opset; default: the newest the installed onnxruntime runs.
@@ -101,11 +103,11 @@ def export(
     export_report.plugins = list(plugin_set.plugins.values())
     export_report.broken_plugins = list(plugin_set.broken)
 
-    with export_report.phase("capture"), progress.phase("capture"):
+    with export_report.phase("capture"), progress.phase("capture"), torch_internal_warnings_silenced():
         captured = capture(model, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, strict=strict, fallback=fallback)
     export_report.capture, export_report.capture_fallback = captured.strategy, captured.fallback_reason
 
-    with export_report.phase("decompose"), progress.phase("decompose"):
+    with export_report.phase("decompose"), progress.phase("decompose"), torch_internal_warnings_silenced():
         decomposed = decompose(captured.program, registry, force=decompose_all)
     program = decomposed.program
     export_report.retraced, export_report.decompose_reason = decomposed.retraced, decomposed.reason
