@@ -4,12 +4,13 @@ Public so that third-party packs test their converters exactly as the builtin on
 
 ```python
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 
 from pt2onnx.testing import assert_exports_like_eager, covers, tensors
 
 
 @covers("aten::gelu.default")
+@settings(deadline=None)  # an export takes longer than hypothesis' 200 ms default
 @given(x=tensors(dtype="float32"))
 def test_gelu(x):
     assert_exports_like_eager(torch.nn.GELU(), (x,), expect_ops=["aten::gelu"])
