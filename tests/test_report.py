@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import math
 import sys
@@ -138,7 +139,7 @@ def test_json_report_holds_the_same_data_as_the_object(tmp_path):
     assert data["inputs"] == [{"name": "x", "dtype": "FLOAT", "shape": ["batch", 6]}]
     [check] = data["verifications"]
     assert check["ok"] is True and len(check["outputs"]) == 2
-    assert data["versions"]["torch"] == torch.__version__
+    assert data["versions"]["torch"] == importlib.metadata.version("torch")
     assert {p["name"]: p["layer"] for p in data["plugins"]}["aten"] == "builtin"
 
 
