@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two commands of the README:
 #   ./dev.sh demo   set up .venv, export a demo model, run it in onnxruntime, print the difference to eager
-#   ./dev.sh test   set up .venv, then lint (ruff), type-check (mypy) and run the test suite
+#   ./dev.sh test   set up .venv, then lint (ruff), type-check (mypy), build the docs site and run the test suite
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -30,6 +30,8 @@ case "${1:-}" in
         .venv/bin/ruff check .
         .venv/bin/ruff format --check .
         .venv/bin/mypy
+        # The documentation site: warnings are errors (broken links, API docstrings).
+        NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
         # A fresh hypothesis seed each run, so CI explores; printed so a failure can be replayed.
         seed="${HYPOTHESIS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
         echo "hypothesis seed: $seed (replay: HYPOTHESIS_SEED=$seed ./dev.sh test ...)"

@@ -30,16 +30,6 @@ def test_custom_op_example_runs(example, capsys):
     assert "ok ok ok ok" in capsys.readouterr().out
 
 
-def test_override_in_project_both_ways():
-    project = DOCS / "examples" / "override_project"
-    done = subprocess.run([sys.executable, "export_model.py"], cwd=project, env=_env(), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
-    assert "pyproject.toml: aten::gelu.default converted by gelu_tanh [project], shadowing aten [builtin]" in lines
-    assert any(line.startswith("plugins=: aten::gelu.default converted by gelu_tanh [argument]") for line in lines)
-    assert any(line.startswith("disabled: aten::gelu.default converted by aten [builtin]") for line in lines)
-
-
 def test_from_nothing_to_an_installed_pack(tmp_path):
     """docs/custom_ops.md's walk-through: write its files, pip install the pack, export."""
     blocks = {m["path"]: m["body"] for m in _FILE_BLOCK.finditer((DOCS / "custom_ops.md").read_text())}

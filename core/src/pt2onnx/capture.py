@@ -174,8 +174,10 @@ def _capture_error(message: str, first: Exception, strict: bool, errors: list[tu
 def _export(
     module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool
 ) -> ExportedProgram:
-    # Keep every nested_compile_region call as invoke_subgraph (-> ONNX local function).
-    with torch._dynamo.config.patch(inline_single_use_invoke_subgraph=False):
+    # Keep every nested_compile_region call as invoke_subgraph (-> ONNX local function); torch 2.11 lacks the flag.
+    flag = "inline_single_use_invoke_subgraph"
+    keep: dict[str, Any] = {flag: False} if hasattr(torch._dynamo.config, flag) else {}
+    with torch._dynamo.config.patch(keep):
         return torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
 
 

@@ -2,7 +2,9 @@
 
 Errors print as one paragraph on stderr, without a traceback unless ``--debug``; the
 exit status says what failed (:data:`EXIT_CODES`). A closed output pipe
-(``pt2onnx plugins | head -1``) ends the command quietly.
+(``pt2onnx plugins | head -1``) ends the command quietly. Only argparse is imported
+before the arguments are parsed: torch and the plugins load when a command needs them,
+so ``--help`` answers at once.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import json
 import os
 import sys
 import traceback
@@ -19,9 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from .capture import user_frame
 from .errors import (
     CaptureError,
     OptionError,
@@ -30,8 +32,9 @@ from .errors import (
     UnsupportedOpsError,
     VerificationError,
 )
-from .opnames import normalize_op_name
-from .registry import Entry, session_registry
+
+if TYPE_CHECKING:
+    from .registry import Entry, Registry
 
 __all__ = ["EXIT_CODES", "main"]
 
@@ -58,6 +61,36 @@ class UsageError(Exception):
     """A command-line mistake: printed with the command's usage, exit status 2."""
 
 
+_DESCRIPTION = """\
+PyTorch to ONNX exporter built on plugins.
+
+examples:
+  pt2onnx plugins                       plugins, their layers, what each registers and overrides
+  pt2onnx ops aten::gelu                which plugin converts an op, and what it shadows
+  pt2onnx ops --coverage                coverage of the Core ATen opset
+  pt2onnx export models.py:make -o model.onnx --dynamic x:0=batch --verify --report report.html
+  pt2onnx export program.pt2 -o model.onnx
+  pt2onnx -p no:fusions export models.py:make -o model.onnx   (block one plugin)
+"""
+
+_EXPORT_DESCRIPTION = """\
+Export a model to ONNX. SOURCE is either
+
+  MODULE:FACTORY   a function in a module (`models.py:make` or `mypkg.models:make`) returning
+                   (model, example_args) or (model, example_args, export_options): a tuple of
+                   positional inputs, or {"args": (...), "kwargs": {...}}; the options are
+                   keyword arguments of pt2onnx.export (dynamic_shapes, strict, ...)
+  PROGRAM.pt2      an ExportedProgram saved with torch.export.save. Loading it unpickles
+                   Python objects, which can run arbitrary code: convert only a .pt2 file
+                   from a source you trust.
+
+examples:
+  pt2onnx export models.py:make -o model.onnx --verify
+  pt2onnx export models.py:make -o model.onnx --dynamic x:0=batch --dynamic x:1=seq --report report.md
+  pt2onnx export program.pt2 -o model.onnx --report report.html --json
+"""
+
+
 def _blocked(values: Sequence[str]) -> list[str]:
     names = []
     for value in values:
@@ -67,11 +100,26 @@ def _blocked(values: Sequence[str]) -> list[str]:
     return names
 
 
-def _cmd_plugins(args: argparse.Namespace) -> int:
-    # The listing shows broken plugins itself: their warnings would say it twice.
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2))
+
+
+def _quiet_registry(blocked: Sequence[str]) -> Registry:
+    """The session's registry; its broken plugins are listed by the command, not warned about twice."""
+    from .registry import session_registry
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PluginLoadWarning)
-        registry = session_registry(disable=args.blocked)
+        return session_registry(disable=blocked)
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    registry = _quiet_registry(args.blocked)
+    if args.json:
+        from .inventory import plugins_data
+
+        _print_json(plugins_data(registry))
+        return EXIT_OK
     plugin_set = registry.plugin_set
     grouped = registry.by_plugin()
     print(
@@ -113,9 +161,19 @@ def _conflict(entry: Entry) -> str:
 def _cmd_ops(args: argparse.Namespace) -> int:
     if not args.ops and not args.coverage:
         raise UsageError("name at least one op (e.g. aten::gelu or aten::add.Tensor), or pass --coverage")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PluginLoadWarning)  # noted below, once
-        registry = session_registry(disable=args.blocked)
+    from .opnames import normalize_op_name
+
+    registry = _quiet_registry(args.blocked)  # broken plugins are noted below, once
+    if args.json:
+        from .inventory import coverage_data, ops_data
+
+        if args.coverage:
+            _print_json(coverage_data(registry))
+            return EXIT_OK
+        found = ops_data(registry, args.ops)
+        _print_json(found)
+        missing = any("error" in op or not (op["converters"] or op["decomposed_by"]) for op in found)
+        return EXIT_ERROR if missing else EXIT_OK
     if args.coverage:
         from .coverage import coverage_report
 
@@ -209,10 +267,21 @@ def _load_factory(spec: str) -> Callable[[], Any]:
     return factory
 
 
+def _import_plugin(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name is not None and name.startswith(e.name):
+            raise UsageError(f"--plugins {name}: no module named {name!r} (looked in {Path.cwd()})") from e
+        raise _UserCodeError(f"importing {name} raised", e) from e
+
+
 class _UserCodeError(Exception):
     """An exception raised by the user's module or factory, reported with its file:line."""
 
     def __init__(self, doing: str, error: BaseException) -> None:
+        from .capture import user_frame
+
         frame = user_frame(error)
         where = f" at {frame[0]}" if frame else ""
         super().__init__(f"{doing} {type(error).__name__}: {error}{where}")
@@ -230,25 +299,104 @@ def _made(spec: str, made: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any], d
     return model, tuple(inputs), {}, options
 
 
+def _dynamic_shapes(flags: Sequence[str], model: Any, given: Any) -> Any:
+    """``dynamic_shapes`` from ``--dynamic NAME:AXIS[=DIM]`` flags, merged over the factory's."""
+    import inspect
+
+    import torch
+
+    from .capture import as_module
+
+    if not flags:
+        return given
+    if given is not None and not isinstance(given, dict):
+        raise UsageError("--dynamic cannot be combined with the factory's non-dict dynamic_shapes")
+    parameters = list(inspect.signature(as_module(model).forward).parameters)
+    dims: dict[str, Any] = {}
+    shapes: dict[str, Any] = dict(given or {})
+    for flag in flags:
+        target, _, dim_name = flag.partition("=")
+        name, _, axis = target.partition(":")
+        if not name or not axis.lstrip("-").isdigit():
+            raise UsageError(f"--dynamic takes NAME:AXIS[=DIM] (e.g. x:0=batch), got {flag!r}")
+        if name not in parameters:
+            raise UsageError(f"--dynamic {flag}: the model has no input {name!r}; its inputs are {parameters}")
+        dim_name = dim_name or f"{name}_{axis}"
+        if dim_name not in dims:
+            dims[dim_name] = torch.export.Dim(dim_name)
+        shapes.setdefault(name, {})[int(axis)] = dims[dim_name]
+    return shapes
+
+
+def _load_program(path: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """A saved ExportedProgram and the example inputs saved with it (unpickles: trusted files only)."""
+    import torch
+
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such file (in {Path.cwd()})")
+    program = torch.export.load(path)
+    example = program.example_inputs
+    call_args, call_kwargs = (tuple(example[0]), dict(example[1])) if example is not None else ((), {})
+    return program, call_args, call_kwargs
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from .export import export
+    from .report import report_format
 
-    factory = _load_factory(args.factory)
-    try:
-        made = factory()
-    except Exception as e:  # the user's factory may raise anything
-        raise _UserCodeError(f"{args.factory} raised", e) from e
-    model, call_args, call_kwargs, options = _made(args.factory, made)
-    for key, value in (("opset", args.opset), ("strict", args.strict or None), ("source_paths", args.source_paths)):
+    if args.report not in (None, "-"):
+        report_format(args.report)  # an unknown suffix fails before the export
+    if args.factory.endswith(".pt2"):
+        if args.dynamic:
+            raise UsageError("a .pt2 program has its dynamic shapes already; drop --dynamic")
+        model, call_args, call_kwargs = _load_program(args.factory)
+        options: dict[str, Any] = {}
+    else:
+        factory = _load_factory(args.factory)
+        try:
+            made = factory()
+        except Exception as e:  # the user's factory may raise anything
+            raise _UserCodeError(f"{args.factory} raised", e) from e
+        model, call_args, call_kwargs, options = _made(args.factory, made)
+        options["dynamic_shapes"] = _dynamic_shapes(args.dynamic, model, options.get("dynamic_shapes"))
+    for key, value in (("opset", args.opset), ("strict", args.strict), ("source_paths", args.source_paths)):
         if value is not None:
             options[key] = value
-    result = export(model, call_args, call_kwargs, disable=args.blocked, **options)
-    result.save(args.output)
-    print(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
-    if args.report:
-        print(result.report)
+    plugins = [name for value in args.plugins for name in value.split(",") if name]
+    if plugins:
+        # Named on the command line: importable from the working directory, as `python -m` has it.
+        with _importable(Path.cwd()):
+            modules = [_import_plugin(name) for name in plugins]
+        options["plugins"] = [*options.get("plugins", ()), *modules]
+    disable = [*args.blocked, *_blocked(args.export_plugin_flags)]
+    report_file = args.report if args.report not in (None, "-") else None
+    quiet = args.quiet or args.json
+    result = export(model, call_args, call_kwargs, disable=disable, report=report_file, quiet=quiet, **options)
+    written = result.save(args.output)
+    check = None
     if args.verify:
+        if isinstance(model, type(result.program)) and not (call_args or call_kwargs):
+            raise UsageError(f"{args.factory} holds no example inputs to verify with")
         check = result.verify(*call_args, **call_kwargs)
+    if args.json:
+        _print_json(
+            {
+                "output": str(args.output),
+                "files": {str(p): p.stat().st_size for p in written},
+                "nodes": len(result.model.graph),
+                "opset": result.report.opset,
+                "verified": None if check is None else check.ok,
+                "report_file": report_file,
+                "report": result.report.to_dict(),
+            }
+        )
+        return EXIT_OK if check is None or check.ok else EXIT_VERIFICATION
+    print(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
+    if args.report == "-":
+        print(result.report)
+    elif report_file is not None:
+        print(f"report: {report_file}")
+    if check is not None:
         print(check)
         print(f"max abs difference to eager: {check.max_abs:.3g}")
         if not check.ok:
@@ -264,7 +412,7 @@ def _epilog() -> str:
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = argparse.ArgumentParser(
         prog="pt2onnx",
-        description="PyTorch to ONNX exporter built on plugins.",
+        description=_DESCRIPTION,
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -283,18 +431,55 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     plugins = sub.add_parser(
         "plugins", parents=[debug], help="list plugins, their layers, what they register, what is broken"
     )
+    plugins.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ops = sub.add_parser("ops", parents=[debug], help="which plugin converts an op, and what it shadows")
     ops.add_argument("ops", nargs="*", metavar="OP", help="e.g. aten::gelu or aten::add.Tensor")
     ops.add_argument("--coverage", action="store_true", help="coverage of the Core ATen opset")
+    ops.add_argument("--json", action="store_true", help="print JSON instead of text")
     exp = sub.add_parser(
-        "export", parents=[debug], help="export MODULE:FACTORY (returns model, example inputs[, options])"
+        "export",
+        parents=[debug],
+        help="export MODULE:FACTORY or a saved PROGRAM.pt2 to ONNX",
+        description=_EXPORT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    exp.add_argument("factory", metavar="MODULE:FACTORY", help="e.g. mymodels:make or path/to/file.py:make")
-    exp.add_argument("-o", "--output", required=True)
+    exp.add_argument("factory", metavar="SOURCE", help="MODULE:FACTORY or PROGRAM.pt2 (see above)")
+    exp.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    exp.add_argument(
+        "--dynamic",
+        action="append",
+        default=[],
+        metavar="NAME:AXIS[=DIM]",
+        help="make an input's axis dynamic, named DIM (default NAME_AXIS); inputs sharing a DIM "
+        "have equal sizes (repeatable)",
+    )
+    exp.add_argument("--opset", type=int, default=None, help="target ONNX opset (default: the newest onnxruntime runs)")
+    mode = exp.add_mutually_exclusive_group()
+    mode.add_argument("--strict", dest="strict", action="store_const", const=True, help="capture with strict=True")
+    mode.add_argument(
+        "--non-strict", dest="strict", action="store_const", const=False, help="capture with strict=False (default)"
+    )
+    exp.add_argument(
+        "--plugins",
+        action="append",
+        default=[],
+        metavar="MODULE[,MODULE]",
+        help="plugin modules for this export, the highest layer (repeatable)",
+    )
+    exp.add_argument(
+        "-p", dest="export_plugin_flags", action="append", default=[], metavar="no:NAME", help="block a plugin"
+    )
     exp.add_argument("--verify", action="store_true", help="run in onnxruntime and compare with eager")
-    exp.add_argument("--report", action="store_true", help="print the export report")
-    exp.add_argument("--opset", type=int, default=None)
-    exp.add_argument("--strict", action="store_true", help="capture with strict=True")
+    exp.add_argument(
+        "--report",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="FILE",
+        help="write the export report to FILE (.md, .html or .json); without FILE, print it",
+    )
+    exp.add_argument("--quiet", action="store_true", help="no progress display")
+    exp.add_argument("--json", action="store_true", help="print the result and the report as JSON")
     exp.add_argument(
         "--source-paths",
         choices=["relative", "full", "none"],

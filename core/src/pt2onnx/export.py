@@ -22,13 +22,15 @@ from .opset import check_opset
 from .optimize import PassEffect, count_nodes, select_passes
 from .optimize import optimize as run_passes
 from .plugin_manager import load_plugins
+from .progress import Progress
 from .project import project_root
 from .provenance import SourcePaths, apply_source_paths, check_source_paths
 from .registry import Registry, build_registry
-from .report import Contribution, OpUsage, Report, function_id
+from .report import Contribution, OpUsage, Report, TensorInfo, function_id, report_format
 from .result import ExportResult
 from .signature import check_example_inputs, check_outputs, check_weights, dim_names, normalize_args
 from .symbolic import DimNames
+from .torch_warnings import torch_internal_warnings_silenced
 from .translate import GraphTranslator, TranslatedGraph
 
 __all__ = ["export"]
@@ -77,12 +79,16 @@ def export(
     unknown_custom_ops: Literal["error", "emit"] = "error",
     modules_as_functions: ModuleSelection = False,
     source_paths: SourcePaths = "relative",
+    report: str | os.PathLike[str] | None = None,
+    quiet: bool = False,
 ) -> ExportResult:
     """Export a PyTorch model to ONNX.
 
     Args:
         model: an ``nn.Module``, a callable, or an already captured ``ExportedProgram``.
-        args, kwargs: example inputs, as the model is called (a bare tensor means ``(tensor,)``).
+        args: example positional inputs, as the model is called (a bare tensor means
+            ``(tensor,)``, None means no argument).
+        kwargs: example keyword inputs, as the model is called.
         dynamic_shapes: as for ``torch.export.export`` (``Dim`` names name the ONNX dims), or
             ``"auto"``: every dim of every tensor input dynamic where the model allows it
             (``report.static_dims`` says which stayed static and why).
@@ -104,26 +110,33 @@ def export(
             (``pt2onnx.source``): ``"relative"`` to the project root (the directory of the
             nearest pyproject.toml, else the working directory), ``"full"``, or ``"none"``
             (no source lines). Error messages always show full paths.
+        report: if given, write the export report there; the suffix picks the format
+            (``.md``, ``.html``, ``.json``). ``save()`` and ``verify()`` on the result
+            rewrite it, so it ends up holding their sizes and differences too.
+        quiet: no progress display (shown on stderr only when it is a terminal).
 
     Returns:
         An :class:`ExportResult` with ``.model``, ``.model_proto``, ``.save()``, ``.run()``,
         ``.verify()`` and ``.report``.
     """
-    report = Report()
-    report.opset = target_opset = check_opset(opset)
+    if report is not None:
+        report_format(report)  # an unknown suffix fails now, not after the export
+    progress = Progress.for_terminal(quiet)
+    export_report = Report()
+    export_report.opset = target_opset = check_opset(opset)
     args, kwargs = normalize_args(args), dict(kwargs or {})
     others = [(normalize_args(a), dict(k or {})) for a, k in other_inputs]
     source_paths = check_source_paths(source_paths)
 
-    with report.phase("plugins"):
+    with export_report.phase("plugins"), progress.phase("plugins"):
         plugin_set = load_plugins(plugins, disable=disable)
         registry = build_registry(plugin_set)
         passes = select_passes(optimize, registry.rewrite_functions())
         registry.check_rewrites(name for name, _ in passes)
-    report.plugins = list(plugin_set.plugins.values())
-    report.broken_plugins = list(plugin_set.broken)
+    export_report.plugins = list(plugin_set.plugins.values())
+    export_report.broken_plugins = list(plugin_set.broken)
 
-    with report.phase("capture"):
+    with export_report.phase("capture"), progress.phase("capture"), torch_internal_warnings_silenced():
         eager = None if isinstance(model, ExportedProgram) else as_module(model)
         check_example_inputs(args, kwargs)
         if eager is not None:
@@ -131,36 +144,42 @@ def export(
         shapes = resolve_dynamic_shapes(dynamic_shapes, eager.forward if eager else None, args, kwargs, others)
         captured = capture(eager or model, args, kwargs, dynamic_shapes=shapes, strict=strict, fallback=fallback)
         check_outputs(captured.program)
-    report.capture, report.capture_fallback = captured.strategy, captured.fallback_reason
+    export_report.capture, export_report.capture_fallback = captured.strategy, captured.fallback_reason
     if dynamic_shapes == AUTO and eager is not None:
-        report.static_dims = static_dims(captured.program, args, kwargs)
+        export_report.static_dims = static_dims(captured.program, args, kwargs)
 
-    with report.phase("decompose"):
+    with export_report.phase("decompose"), progress.phase("decompose"), torch_internal_warnings_silenced():
         decomposed = decompose(captured.program, registry, force=decompose_all)
     program = decomposed.program
-    report.retraced, report.decompose_reason = decomposed.retraced, decomposed.reason
+    export_report.retraced, export_report.decompose_reason = decomposed.retraced, decomposed.reason
 
-    with report.phase("translate"):
+    nodes = sum(node.op == "call_function" for node in program.graph.nodes)
+    with export_report.phase("translate"), progress.phase("translate", nodes) as advance:
         signature = inspect.signature(eager.forward) if eager is not None else None
         names = {**input_dim_names(program), **dim_names(program, signature, args, kwargs, shapes)}
         translator = GraphTranslator(registry, DimNames(names), target_opset, unknown_custom_ops=unknown_custom_ops)
         graph_module = program.graph_module
         if modules_as_functions:
             graph_module = outline_modules(graph_module, modules_as_functions)
-        translated = translator.translate_program(graph_module)
+        translated = translator.translate_program(graph_module, on_node=advance)
 
-    with report.phase("assemble"):
+    with export_report.phase("assemble"), progress.phase("assemble"):
         onnx_model, layout = assemble(program, translated, target_opset)
-    report.ops = _op_usage(registry, translated, decomposed.applied)
-    report.nodes_translated = count_nodes(onnx_model)
+    export_report.ops = _op_usage(registry, translated, decomposed.applied)
+    export_report.nodes_translated = count_nodes(onnx_model)
 
-    with report.phase("optimize"):
-        report.passes = run_passes(onnx_model, passes)
-    report.nodes_final = count_nodes(onnx_model)
-    report.contributions = _contributions(translated, decomposed, registry, report.passes)
+    with export_report.phase("optimize"), progress.phase("optimize"):
+        export_report.passes = run_passes(onnx_model, passes)
+    export_report.nodes_final = count_nodes(onnx_model)
+    export_report.contributions = _contributions(translated, decomposed, registry, export_report.passes)
     apply_source_paths(onnx_model, source_paths, project_root())
+    export_report.inputs = [TensorInfo.of(v) for v in onnx_model.graph.inputs]
+    export_report.outputs = [TensorInfo.of(v) for v in onnx_model.graph.outputs]
+    export_report.weights_bytes = sum(
+        v.const_value.nbytes for v in onnx_model.graph.initializers.values() if v.const_value is not None
+    )
 
-    result = ExportResult(onnx_model, program, layout, report, eager)
+    result = ExportResult(onnx_model, program, layout, export_report, eager, progress=progress, report_file=report)
     if f is not None:
         result.save(f)
     return result

@@ -85,7 +85,12 @@ class Op(OpBuilder):
 
     @staticmethod
     def dtype(torch_dtype: torch.dtype) -> ir.DataType:
-        """The ONNX dtype of a torch dtype."""
+        """The ONNX dtype (``onnx_ir.DataType``) of a torch dtype.
+
+        For the dtype arguments of aten schemas (``to(dtype=torch.float16)`` arrives as a
+        ``torch.dtype``) and for :meth:`constant`: ``op.dtype(torch.float16)`` is
+        ``ir.DataType.FLOAT16``.
+        """
         return from_torch_dtype(torch_dtype)
 
     @staticmethod
@@ -98,8 +103,23 @@ class Op(OpBuilder):
         """The rank of an ONNX value, when known."""
         return value.shape.rank() if value.shape is not None else None
 
-    def constant(self, value: Any, dtype: ir.DataType | None = None) -> ir.Value:
-        """A ``Constant`` node holding ``value`` (a Python scalar, list or numpy array)."""
+    def constant(self, value: Any, dtype: ir.DataType | torch.dtype | None = None) -> ir.Value:
+        """A ``Constant`` node holding ``value`` (a Python scalar, list or numpy array).
+
+        Args:
+            value: a Python scalar, a (nested) list of them, or a numpy array.
+            dtype: the element type, an ``onnx_ir.DataType`` (``ir.DataType.FLOAT``,
+                ``op.dtype_of(x)`` to match a value, ``op.output_dtype``) or a
+                ``torch.dtype``; ``None`` infers it from ``value`` (Python ints are INT64,
+                floats FLOAT). A name such as ``"float32"`` is refused with a ``TypeError``.
+        """
+        if isinstance(dtype, torch.dtype):
+            dtype = from_torch_dtype(dtype)
+        elif dtype is not None and not isinstance(dtype, ir.DataType):
+            raise TypeError(
+                f"op.constant(value, dtype): dtype must be an onnx_ir.DataType or a torch.dtype "
+                f"(e.g. ir.DataType.FLOAT, op.dtype_of(x), torch.float32), got {type(dtype).__name__} {dtype!r}"
+            )
         if dtype is not None and isinstance(value, (int, float, bool, list)):
             tensor: ir.TensorProtocol = ir.Tensor(np.asarray(value, dtype=dtype.numpy()))
         else:

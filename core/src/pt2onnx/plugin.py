@@ -1,23 +1,31 @@
 """The plugin author's API: everything a converter pack imports from pt2onnx.
 
-A minimal pack::
+A minimal pack, one module:
 
-    from pt2onnx.plugin import converter, hookimpl
+```python
+import sys
 
-    @converter("aten::gelu")
-    def gelu(op, x, *, approximate="none"):
-        if approximate == "tanh":
-            return op.Gelu(x, approximate="tanh")
-        return op.Gelu(x)
+from pt2onnx.plugin import converter, hookimpl
 
-    @hookimpl
-    def pt2onnx_register_converters(register):
-        register.module(sys.modules[__name__])
 
-and an entry point in its pyproject.toml::
+@converter("aten::gelu")
+def gelu(op, self, *, approximate="none"):
+    if approximate == "tanh":
+        return op.Gelu(self, approximate="tanh")
+    return op.Gelu(self)
 
-    [project.entry-points.pt2onnx]
-    mypack = "mypack"
+
+@hookimpl
+def pt2onnx_register_converters(register):
+    register.module(sys.modules[__name__])
+```
+
+and an entry point in its pyproject.toml, so that installing the pack is all it takes:
+
+```toml
+[project.entry-points.pt2onnx]
+mypack = "mypack"
+```
 """
 
 from __future__ import annotations

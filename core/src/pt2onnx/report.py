@@ -1,25 +1,83 @@
-"""The export report: what happened, how long each phase took, and who converted what."""
+"""The export report: what happened, how long each phase took, and who converted what.
+
+The same data three ways: the :class:`Report` object, plain data (:meth:`Report.to_dict`,
+:meth:`Report.to_json`), and a document for people (:meth:`Report.to_markdown`,
+:meth:`Report.to_html`, :meth:`Report.write`; rendered by :mod:`pt2onnx.report_render`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import functools
+import json
+import math
+import os
+import platform
 import resource
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import importlib_metadata
+import onnx_ir as ir
+
+from .errors import SaveError
 from .optimize import PassEffect
 from .plugin_manager import BrokenPlugin, PluginInfo
+from .runtime import OutputDifference, Verification
 
-__all__ = ["Contribution", "OpUsage", "Report", "function_id", "peak_rss_mb"]
+__all__ = [
+    "REPORT_FORMATS",
+    "Contribution",
+    "OpUsage",
+    "Report",
+    "TensorInfo",
+    "function_id",
+    "peak_rss_mb",
+    "report_format",
+]
+
+#: The formats :meth:`Report.write` knows, by file suffix.
+REPORT_FORMATS = {".md": "markdown", ".html": "html", ".json": "json"}
+
+_VERSIONED = ("pt2onnx", "torch", "onnx", "onnx-ir", "onnxscript", "onnxruntime")
 
 
 def peak_rss_mb() -> float:
     """The process's peak resident memory so far, in MiB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux
+
+
+def report_format(path: str | os.PathLike[str]) -> str:
+    """The format a report file gets from its suffix; a :class:`SaveError` for an unknown one."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in REPORT_FORMATS:
+        raise SaveError(
+            f"cannot write a report to {os.fspath(path)!r}: unknown suffix {suffix or '(none)'!r}",
+            hint=f"name the file with one of {', '.join(REPORT_FORMATS)} (the suffix picks the format)",
+        )
+    return REPORT_FORMATS[suffix]
+
+
+@functools.cache
+def _installed_versions() -> tuple[tuple[str, str], ...]:
+    found = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            found[name] = importlib_metadata.version(name)
+        except importlib_metadata.PackageNotFoundError:
+            found[name] = "-"
+    return tuple(found.items())
+
+
+def _versions() -> dict[str, str]:
+    return dict(_installed_versions())
 
 
 @dataclass(frozen=True)
@@ -56,12 +114,76 @@ class Contribution:
     function: str
 
 
+@dataclass(frozen=True)
+class TensorInfo:
+    """An input or output of the ONNX model: name, element type, and dims (ints or dim names)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int | str | None, ...] | None
+
+    @classmethod
+    def of(cls, value: ir.Value) -> TensorInfo:
+        """The description of an ``onnx_ir`` graph input or output."""
+        dtype = value.dtype.name if value.dtype is not None else "?"
+        if value.shape is None:
+            return cls(value.name or "", dtype, None)
+        dims = tuple(d if isinstance(d, int) else d.value for d in value.shape)
+        return cls(value.name or "", dtype, dims)
+
+    def __str__(self) -> str:
+        dims = "?" if self.shape is None else ", ".join("?" if d is None else str(d) for d in self.shape)
+        return f"{self.name}: {self.dtype}[{dims}]"
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON data: dataclasses as dicts, enums as their names, tuples as lists, inf as a string."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        data = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, PassEffect):
+            data["removed"] = value.removed
+        if isinstance(value, (Verification, OutputDifference)):
+            data["ok"] = value.ok
+        if isinstance(value, Verification):
+            data["max_abs"], data["max_rel"] = _plain(value.max_abs), _plain(value.max_rel)
+        return data
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # JSON has no inf or nan
+    if isinstance(value, enum.Enum):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 @dataclass
 class Report:
-    """Everything an export did. ``str(report)`` is a readable summary."""
+    """Everything an export did. ``str(report)`` is a readable summary.
+
+    Attributes:
+        timings: seconds per phase (``plugins``, ``capture``, ``decompose``,
+            ``translate``, ``assemble``, ``optimize``, and ``save``/``verify`` once run).
+        peak_rss: the process's peak resident memory (MiB) at the end of each phase:
+            where memory grew.
+        capture: the capture strategy that produced the graph (``strict=False``, a fallback, ...).
+        capture_fallback: why the asked capture mode failed, when a fallback was taken.
+        retraced: whether the program was re-traced with a decomposition table, and
+            ``decompose_reason`` why (or why not).
+        opset: the target ONNX opset.
+        ops: every op of the graph, the plugin that converted it and what it shadowed.
+        passes: every optimization pass with the node count before and after.
+        plugins: the plugins loaded, with their layer; ``broken_plugins`` those skipped.
+        nodes_translated, nodes_final: ONNX nodes before and after optimization.
+        inputs, outputs: the ONNX model's inputs and outputs.
+        weights_bytes: the size of the model's weights (initializers).
+        saved: bytes per file written by ``save()`` (the model file, and external data).
+        verifications: one entry per ``verify()`` call: the difference of every output.
+        versions: Python and the packages the export ran with.
+    """
 
     timings: dict[str, float] = field(default_factory=dict)
-    #: The process's peak resident memory (MiB) at the end of each phase: where memory grew.
     peak_rss: dict[str, float] = field(default_factory=dict)
     capture: str = ""
     capture_fallback: str | None = None
@@ -78,6 +200,12 @@ class Report:
     broken_plugins: list[BrokenPlugin] = field(default_factory=list)
     nodes_translated: int = 0
     nodes_final: int = 0
+    inputs: list[TensorInfo] = field(default_factory=list)
+    outputs: list[TensorInfo] = field(default_factory=list)
+    weights_bytes: int = 0
+    saved: dict[str, int] = field(default_factory=dict)
+    verifications: list[Verification] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=_versions)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -94,8 +222,39 @@ class Report:
         return next((u.plugin for u in self.ops if u.op == op), None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as plain data (for JSON)."""
-        return asdict(self)
+        """The report as plain data: dicts, lists, strings and numbers only."""
+        data: dict[str, Any] = _plain(self)
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The report as a JSON document (the data of :meth:`to_dict`)."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_markdown(self) -> str:
+        """The report as a Markdown document."""
+        from .report_render import render
+
+        return render(self, "markdown")
+
+    def to_html(self) -> str:
+        """The report as a standalone HTML page."""
+        from .report_render import render
+
+        return render(self, "html")
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        """Write the report to ``path``; its suffix picks the format (``.md``, ``.html``, ``.json``)."""
+        kind = report_format(path)
+        text = self.to_json() if kind == "json" else self.to_markdown() if kind == "markdown" else self.to_html()
+        target = Path(path)
+        staging = target.with_name(f".{target.name}.tmp")
+        try:
+            staging.write_text(text + "\n", encoding="utf-8")
+            os.replace(staging, target)
+        except OSError as e:
+            staging.unlink(missing_ok=True)
+            raise SaveError(f"cannot write the report to {target}: {e.strerror or e}") from e
+        return target
 
     def __str__(self) -> str:
         lines = [f"capture: {self.capture}"]

@@ -16,6 +16,7 @@ from torch.export import ExportedProgram
 
 from .assemble import OutputLayout
 from .errors import VerificationError
+from .progress import Progress
 from .provenance import METADATA_KEYS, ModuleInfo, find_node, module_of_state
 from .report import Report
 from .runtime import Verification, compare, from_ort, to_ort
@@ -36,6 +37,8 @@ class ExportResult:
         model: the ONNX model as an ``onnx_ir.Model`` (weights reference torch's tensors).
         program: the ``ExportedProgram`` that was translated.
         report: the :class:`~pt2onnx.report.Report` of the export.
+        report_file: where the report is written (``export(report=...)``), or ``None``;
+            ``save()`` and ``verify()`` rewrite it.
     """
 
     def __init__(
@@ -45,13 +48,23 @@ class ExportResult:
         layout: OutputLayout,
         report: Report,
         eager: torch.nn.Module | None,
+        *,
+        progress: Progress | None = None,
+        report_file: str | os.PathLike[str] | None = None,
     ) -> None:
         self.model = model
         self.program = program
         self.layout = layout
         self.report = report
+        self.report_file = report_file
         self._eager = eager
         self._session: ort.InferenceSession | None = None
+        self._progress = progress or Progress(enabled=False)
+        self._write_report()
+
+    def _write_report(self) -> None:
+        if self.report_file is not None:
+            self.report.write(self.report_file)
 
     @property
     def model_proto(self) -> onnx.ModelProto:
@@ -68,8 +81,11 @@ class ExportResult:
 
     def save(self, path: str | os.PathLike[str], external_data: bool | str | None = None) -> list[Path]:
         """Write the model atomically; external data automatically above protobuf's 2 GB limit."""
-        with self.report.phase("save"):
-            return save_model(self.model, path, external_data)
+        with self.report.phase("save"), self._progress.phase("save", self.report.weights_bytes, "bytes") as advance:
+            written = save_model(self.model, path, external_data, on_bytes=advance)
+        self.report.saved.update({str(p): p.stat().st_size for p in written})
+        self._write_report()
+        return written
 
     def session(self, **options: Any) -> ort.InferenceSession:
         """An onnxruntime session of the model (created once; ``options`` set SessionOptions fields)."""
@@ -129,7 +145,10 @@ class ExportResult:
                 expected = eager(*_clone(args), **_clone(kwargs))
             got = self.run(*_clone(args), **_clone(kwargs))
             names = [e for e in self.layout.user if isinstance(e, str)]
-            return compare(names, expected, got, atol=_atol, rtol=_rtol)
+            check = compare(names, expected, got, atol=_atol, rtol=_rtol)
+        self.report.verifications.append(check)
+        self._write_report()
+        return check
 
     # -- provenance ---------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ import secrets
 import shutil
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -61,7 +61,12 @@ def _weights_nbytes(model: ir.Model) -> int:
     return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
 
 
-def save_model(model: ir.Model, path: str | os.PathLike[str], external_data: bool | str | None = None) -> list[Path]:
+def save_model(
+    model: ir.Model,
+    path: str | os.PathLike[str],
+    external_data: bool | str | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> list[Path]:
     """Write ``model`` to ``path`` atomically; returns the files written (data files first).
 
     Args:
@@ -70,6 +75,7 @@ def save_model(model: ir.Model, path: str | os.PathLike[str], external_data: boo
             ``"weights.bin"``: always, to ``weights.<token>.bin`` beside the model;
             ``False``: never. ``token`` is fresh for every save, so the new weights never
             overwrite those the old model reads.
+        on_bytes: called with the number of weight bytes each step wrote (progress).
 
     Raises:
         SaveError: the path is a directory or its directory does not exist, the data file
@@ -98,7 +104,7 @@ def save_model(model: ir.Model, path: str | os.PathLike[str], external_data: boo
     old_data = _data_files_of(target)
     staged = directory / f".{target.name}.{token}.tmp"
     try:
-        data_files = _write(model, staged, data_name, token)
+        data_files = _write(model, staged, data_name, token, on_bytes)
         for file in [*data_files, staged]:
             _fsync_file(file)
         _fsync_directory(directory)
@@ -139,14 +145,18 @@ def _data_name(target: Path, external_data: bool | str, token: str) -> str:
     return f"{stem}.{token}.{suffix}" if dot and stem else f"{asked}.{token}"
 
 
-def _write(model: ir.Model, staged: Path, data_name: str | None, token: str) -> list[Path]:
+def _write(
+    model: ir.Model, staged: Path, data_name: str | None, token: str, on_bytes: Callable[[int], None] | None
+) -> list[Path]:
     """Write the model to ``staged`` (and its data beside it); returns the data files written."""
     if data_name is None and _streamable(model):
         fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
         with os.fdopen(fd, "wb") as f:
-            _write_streamed(model, f)
+            _write_streamed(model, f, on_bytes)
         return []
     ir.save(model, staged, format="protobuf", external_data=data_name)
+    if on_bytes is not None:
+        on_bytes(_weights_nbytes(model))
     if data_name is None:
         return []
     # Sharded data would be several files; the token names every one of them.
@@ -264,7 +274,7 @@ def _initializers_detached(graph: ir.Graph) -> Iterator[list[ir.Value]]:
             graph.register_initializer(value)
 
 
-def _write_streamed(model: ir.Model, f: BinaryIO) -> None:
+def _write_streamed(model: ir.Model, f: BinaryIO, on_bytes: Callable[[int], None] | None = None) -> None:
     """Write ``model`` as one protobuf file, its weights streamed from their tensors.
 
     Protobuf fields may come in any order and a repeated field may be split, so the
@@ -301,6 +311,8 @@ def _write_streamed(model: ir.Model, f: BinaryIO) -> None:
                 f"initializer {value.name!r}: {len(payload)} bytes, its type says {value.const_value.nbytes}"
             )
         f.write(payload)
+        if on_bytes is not None:
+            on_bytes(len(payload))
 
 
 def _raw_bytes(tensor: ir.TensorProtocol) -> memoryview:

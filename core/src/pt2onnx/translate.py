@@ -117,8 +117,13 @@ class GraphTranslator:
 
     # -- the main graph -------------------------------------------------------------
 
-    def translate_program(self, gm: torch.fx.GraphModule) -> TranslatedGraph:
-        """Translate the exported program's graph; placeholders become graph inputs for now."""
+    def translate_program(
+        self, gm: torch.fx.GraphModule, on_node: Callable[[int], None] | None = None
+    ) -> TranslatedGraph:
+        """Translate the exported program's graph; placeholders become graph inputs for now.
+
+        ``on_node(1)`` is called after each ``call_function`` node of the main graph (progress).
+        """
         self.check_supported(gm)
         graph = ir.Graph(inputs=[], outputs=[], nodes=[], opset_imports={"": self.opset}, name="main_graph")
         builder = Builder(graph)
@@ -134,7 +139,7 @@ class GraphTranslator:
                 env[node] = value
                 graph.inputs.append(value)
             placeholders[node.name] = env[node]
-        outputs = self._walk(op, gm.graph, env)
+        outputs = self._walk(op, gm.graph, env, on_node)
         return TranslatedGraph(
             graph, builder, placeholders, outputs, self.domains, self.functions, self.usage, self.entries
         )
@@ -221,7 +226,13 @@ class GraphTranslator:
 
     # -- the walk -------------------------------------------------------------------
 
-    def _walk(self, op: Op, fx_graph: torch.fx.Graph, env: dict[torch.fx.Node, Any]) -> list[Any]:
+    def _walk(
+        self,
+        op: Op,
+        fx_graph: torch.fx.Graph,
+        env: dict[torch.fx.Node, Any],
+        on_node: Callable[[int], None] | None = None,
+    ) -> list[Any]:
         owner = fx_graph.owning_module
         for node in fx_graph.nodes:
             if node.op == "placeholder":
@@ -229,6 +240,8 @@ class GraphTranslator:
             if node.op == "get_attr":
                 env[node] = _fetch_attr(owner, node.target)
             elif node.op == "call_function":
+                if on_node is not None:
+                    on_node(1)
                 if not node.users and _is_random(node):
                     continue  # a draw nobody uses: torch keeps it only because it is impure
                 env[node] = self._convert(op, node, env)
