@@ -321,7 +321,7 @@ def _dynamic_shapes(flags: Sequence[str], model: Any, given: Any) -> Any:
             raise UsageError(f"--dynamic takes NAME:AXIS[=DIM] (e.g. x:0=batch), got {flag!r}")
         if name not in parameters:
             raise UsageError(f"--dynamic {flag}: the model has no input {name!r}; its inputs are {parameters}")
-        dim_name = dim_name or f"{name}_{axis}"
+        dim_name = dim_name or f"{name}_dim{axis}"
         if dim_name not in dims:
             dims[dim_name] = torch.export.Dim(dim_name)
         shapes.setdefault(name, {})[int(axis)] = dims[dim_name]
@@ -450,7 +450,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         action="append",
         default=[],
         metavar="NAME:AXIS[=DIM]",
-        help="make an input's axis dynamic, named DIM (default NAME_AXIS); inputs sharing a DIM "
+        help="make an input's axis dynamic, named DIM (default NAME_dimAXIS); inputs sharing a DIM "
         "have equal sizes (repeatable)",
     )
     exp.add_argument("--opset", type=int, default=None, help="target ONNX opset (default: the newest onnxruntime runs)")
