@@ -46,8 +46,14 @@ def test_hardtanh(x, bounds):
     assert_exports_like_eager(lambda t: F.hardtanh(t, *bounds), (x,), expect_ops=["aten::hardtanh"])
 
 
+# No infinities or dtype extremes: torch's vectorized CPU gelu gives NaN for +inf and inf for
+# |x| > finfo.max / 2 where its scalar path (a tensor's tail) gives inf and x: eager itself
+# depends on the tensor's length there.
 @pytest.mark.parametrize("opset", [None, 18])
-@given(x=tensors(dtype=dtypes(_F32_16)), approximate=st.sampled_from(["none", "tanh"]))
+@given(
+    x=tensors(dtype=dtypes(_F32_16), edge_values=("nan", "zero", "subnormal")),
+    approximate=st.sampled_from(["none", "tanh"]),
+)
 def test_gelu(opset, x, approximate):
     assert_exports_like_eager(
         lambda t: F.gelu(t, approximate=approximate), (x,), opset=opset, expect_ops=["aten::gelu"]

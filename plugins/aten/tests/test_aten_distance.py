@@ -12,14 +12,17 @@ from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
 P = st.sampled_from([0.0, 1.0, 2.0, 3.0, 0.5, float("inf")])
+# No dtype extremes: a distance at the overflow threshold rounds to inf or to the largest
+# float depending on the formula (torch's own pdist and cdist disagree there).
+DRAW = {"edge_values": ("nan", "inf", "zero", "subnormal")}
 
 
 @given(data=st.data(), p=P, dtype=dtypes(("float32", "float64")), core=st.booleans())
 def test_cdist(data, p, dtype, core):
     batch = [data.draw(st.integers(1, 2)) for _ in range(data.draw(st.integers(0, 2)))]
     m = data.draw(st.integers(1, 4))
-    x1 = data.draw(tensors((*batch, data.draw(st.integers(1, 5)), m), dtype))
-    x2 = data.draw(tensors((*batch, data.draw(st.integers(1, 5)), m), dtype))
+    x1 = data.draw(tensors((*batch, data.draw(st.integers(1, 5)), m), dtype, **DRAW))
+    x2 = data.draw(tensors((*batch, data.draw(st.integers(1, 5)), m), dtype, **DRAW))
     if core:
         model, expect = Call(lambda a, b: torch.ops.aten._cdist_forward(a, b, p, None)), "aten::_cdist_forward"
     else:
@@ -29,7 +32,7 @@ def test_cdist(data, p, dtype, core):
 
 @given(data=st.data(), p=P, dtype=dtypes(("float32", "float64")), core=st.booleans())
 def test_pdist(data, p, dtype, core):
-    x = data.draw(tensors((data.draw(st.integers(2, 5)), data.draw(st.integers(1, 4))), dtype))
+    x = data.draw(tensors((data.draw(st.integers(2, 5)), data.draw(st.integers(1, 4))), dtype, **DRAW))
     if core:
         model, expect = Call(lambda x: torch.ops.aten._pdist_forward(x, p)), "aten::_pdist_forward"
     else:

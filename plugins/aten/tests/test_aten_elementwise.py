@@ -72,6 +72,10 @@ def test_arithmetic_alpha(name, data, shapes_, alpha):
 @given(data=st.data(), shapes_=broadcast_shapes(min_side=0), mode=st.sampled_from([None, "trunc", "floor"]))
 def test_div(data, shapes_, mode):
     a, b = _operands(data, shapes_, (*NUMBER_DTYPES, "bool"), nonzero_ints=True)
+    if mode == "trunc" and not a.is_floating_point() and a.dtype != torch.bool:
+        # torch's truncating division of the dtype's minimum by -1 is a hardware exception
+        # (SIGFPE) that kills the process; floor division of it is tested (it wraps).
+        a = a.masked_fill(a == torch.iinfo(a.dtype).min, torch.iinfo(a.dtype).min + 1)
     fn = lambda x, y: torch.div(x, y, rounding_mode=mode)  # noqa: E731
     assume(_accepted(fn, a, b))
     assert_exports_like_eager(fn, (a, b), expect_ops=["aten::div"])
@@ -120,19 +124,30 @@ def test_pow_scalar(x, exponent, scalar_base):
     assert_exports_like_eager(fn, (x,), expect_ops=["aten::pow"])
 
 
+def _quotient_overflows(a, b):
+    """Whether a finite ``a / b`` overflows: torch's vectorized float fmod and remainder are
+    NaN there while its scalar path (a tensor's tail) is exact, so eager depends on the length."""
+    a = torch.as_tensor(a)
+    if not (a.is_floating_point() or torch.as_tensor(b).is_floating_point()):
+        return False
+    wide = torch.float64 if a.dtype == torch.float64 else torch.float32
+    a, b = a.to(wide), torch.as_tensor(b).to(wide)
+    return bool((torch.isinf(a / b) & torch.isfinite(a) & torch.isfinite(b)).any())
+
+
 @pytest.mark.parametrize("fn", [torch.remainder, torch.fmod], ids=["remainder", "fmod"])
 @given(data=st.data(), shapes_=broadcast_shapes(min_side=0))
 def test_remainder_fmod(fn, data, shapes_):
     # Python's sign (remainder: the divisor's) and C's (fmod: the dividend's).
     a, b = _operands(data, shapes_, NUMBER_DTYPES, nonzero_ints=True)
-    assume(_accepted(fn, a, b))
+    assume(_accepted(fn, a, b) and not _quotient_overflows(a, b))
     assert_exports_like_eager(lambda x, y: fn(x, y), (a, b), expect_ops=[f"aten::{fn.__name__}"])
 
 
 @pytest.mark.parametrize("fn", [aten.remainder.Scalar, aten.fmod.Scalar], ids=["remainder", "fmod"])
 @given(x=tensors(dtype=dtypes(NUMBER_DTYPES)), other=st.sampled_from([2, -3, 1.5, -0.7]))
 def test_remainder_fmod_scalar(fn, x, other):
-    assume(_accepted(fn, x, other))
+    assume(_accepted(fn, x, other) and not _quotient_overflows(x, other))
     assert_exports_like_eager(lambda t: fn(t, other), (x,), expect_ops=[fn.name()])
 
 

@@ -39,6 +39,11 @@ def dim_lists(draw, rank):
     return [d - rank if draw(st.booleans()) else d for d in chosen]
 
 
+# Float sums whose finite terms overflow or cancel (1e308 + 1 - 1e308) depend on the order of
+# the additions, which differs between torch and onnxruntime: floats stay well inside the
+# dtype's range (with NaN, inf, zeros and subnormals); integers take their whole range and wrap.
+_SUMMABLE = {"low": -1e3, "high": 1e3, "edge_values": ("nan", "inf", "zero", "subnormal")}
+
 ACCUMULATING = {
     "sum": (aten.sum.dim_IntList, (*ALL_DTYPES,)),
     "mean": (aten.mean.dim, FLOAT_DTYPES),
@@ -50,7 +55,8 @@ ACCUMULATING = {
 def test_sum_mean_dims(name, data, shape, keepdim, to_dtype):
     # [] means every dim; dtype= converts before reducing; ints and bools sum as int64.
     fn, names = ACCUMULATING[name]
-    x = data.draw(tensors(shape, dtypes(names)))
+    dtype = data.draw(dtypes(names))
+    x = data.draw(tensors(shape, dtype, **_SUMMABLE if dtype.is_floating_point else {}))
     dim = data.draw(dim_lists(len(shape)))
     model = lambda t: fn(t, dim, keepdim, dtype=to_dtype)  # noqa: E731
     assume(_accepted(model, x))
@@ -58,10 +64,11 @@ def test_sum_mean_dims(name, data, shape, keepdim, to_dtype):
 
 
 @pytest.mark.parametrize("name", ["sum", "mean", "prod"])
-@given(
-    x=tensors(shapes(min_side=0), dtypes(ALL_DTYPES), low=-2, high=2), to_dtype=st.sampled_from([None, torch.float32])
-)
-def test_reduce_all(name, x, to_dtype):
+@given(data=st.data(), dtype=dtypes(ALL_DTYPES), to_dtype=st.sampled_from([None, torch.float32]))
+def test_reduce_all(name, data, dtype, to_dtype):
+    # Small ordinary values make products that stay in range, next to the dtype's extremes.
+    summable = dtype.is_floating_point and name != "prod"
+    x = data.draw(tensors(shapes(min_side=0), dtype, **(_SUMMABLE if summable else {"low": -2, "high": 2})))
     fn = getattr(aten, name).default
     model = lambda t: fn(t, dtype=to_dtype)  # noqa: E731
     assume(_accepted(model, x))
@@ -162,3 +169,23 @@ def test_reduction_opset18_dynamic(name):
         opset=18,
         expect_ops=[f"aten::{name}"],
     )
+
+
+def test_integer_sums_and_products_wrap_around_like_torch():
+    # onnxruntime's ReduceSum/ReduceProd saturate here (and round int64 above 2**53).
+    assert_exports_like_eager(lambda t: t.sum(), (torch.tensor([2**62] * 3),), expect_ops=["aten::sum.default"])
+    assert_exports_like_eager(
+        lambda t: t.prod(dtype=torch.int32), (torch.full((40,), 3, dtype=torch.int32),), expect_ops=["aten::prod"]
+    )
+    assert_exports_like_eager(lambda t: t.sum(0), (torch.tensor([[2**60 + 1], [2**60]]),), expect_ops=["aten::sum"])
+    assert_exports_like_eager(
+        lambda t: t ** t.abs().clamp(max=70), (torch.tensor([3, -5, 7]),), expect_ops=["aten::pow"]
+    )
+
+
+def test_nan_is_the_extreme_torch_points_at():
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([[1.0, nan, 3.0, nan], [inf, 2.0, nan, 1.0], [1.0, 2.0, 3.0, 0.0], [-inf, nan, inf, nan]])
+    assert_exports_like_eager(lambda t: (t.argmax(1), t.argmin(1)), (x,), expect_ops=["aten::argmax", "aten::argmin"])
+    assert_exports_like_eager(lambda t: (*t.max(1), *t.min(1)), (x,), expect_ops=["aten::max.dim", "aten::min.dim"])
+    assert_exports_like_eager(lambda t: (t.amax(1), t.amin(0)), (x,), expect_ops=["aten::amax", "aten::amin"])

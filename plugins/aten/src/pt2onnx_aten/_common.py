@@ -82,9 +82,21 @@ def compute(
     """``fn(*values)`` with the values in ``dtype``, run in a wider dtype if onnxruntime needs one.
 
     With ``cast_back`` the result is cast to ``dtype`` (leave it off for bool-valued ops).
+    A tensor operand of another dtype is rounded to ``dtype`` on its way to the wider one,
+    as torch casts every operand to the computation dtype (a float16 divisor of a bfloat16
+    tensor is a bfloat16 value), and so is a Python scalar of an integer computation (-3
+    is 253 to a uint8 tensor).
     """
     wide = kernel_dtype(op, dtype, supported, argument)
-    result = fn(*[as_dtype(op, v, wide) for v in values])
+
+    def operand(v: Any) -> Any:
+        if isinstance(v, ir.Value) and v.dtype not in (dtype, wide):
+            v = as_dtype(op, v, dtype)
+        elif not isinstance(v, ir.Value) and dtype in INTS and wide != dtype:
+            v = np.asarray(v).astype(dtype.numpy())
+        return as_dtype(op, v, wide)
+
+    result = fn(*[operand(v) for v in values])
     return op.Cast(result, to=dtype) if cast_back and wide != dtype else result
 
 

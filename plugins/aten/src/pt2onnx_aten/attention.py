@@ -1,8 +1,11 @@
 """scaled_dot_product_attention: ONNX Attention (opset 23) where it matches, else MatMul/Softmax.
 
-Both forms mask as torch does: a bool mask keeps True positions, a float mask is added to
-the scores, ``is_causal`` keeps key j for query i when j <= i (top-left aligned). A query
-row whose keys are all masked out gives NaN in both forms.
+Both forms mask as torch does: a bool mask keeps True positions (torch adds 0 or -inf, so
+an infinite score at a masked position is NaN), a float mask is added to the scores, ``is_causal`` keeps key j for query i when j <= i (top-left aligned). A query
+row whose scores are all -inf (its keys masked out) gives zeros, as torch's safe softmax
+does: onnxruntime's Attention does so for masked rows itself; the explicit form selects
+zeros for them (+5 nodes). Where the scores of a row are -inf from the inputs themselves
+(infinite or overflowing queries and keys), onnxruntime's Attention gives NaN.
 """
 
 from __future__ import annotations
@@ -18,17 +21,18 @@ from ._common import FLOAT32_16, FLOATS, compute
 D = ir.DataType
 
 
-def _heads(op, query, key):
+def _groups(op, query, key):
+    """Query heads per key/value head: an int, or a 1-element Value for symbolic head counts."""
     hq, hkv = query.shape[-3], key.shape[-3]
-    if not (isinstance(hq, int) and isinstance(hkv, int)):
-        raise op.unsupported("enable_gqa", True, "grouped-query attention needs static head counts")
-    return hq, hkv
+    if isinstance(hq, int) and isinstance(hkv, int):
+        return hq // hkv
+    return op.Div(op.Shape(query, start=-3, end=-2), op.Shape(key, start=-3, end=-2))
 
 
 def _repeat_heads(op, x, groups):
     """torch's repeat_interleave of the key/value heads: (..., Hkv, S, E) -> (..., Hkv * groups, S, E)."""
     batch, heads, rest = op.Shape(x, end=-3), op.Shape(x, start=-3, end=-2), op.Shape(x, start=-2)
-    g = op.constant([groups])
+    g = op.constant([groups]) if isinstance(groups, int) else groups
     expanded = op.Expand(op.Unsqueeze(x, op.constant([-3])), op.Concat(batch, heads, g, rest, axis=0))
     return op.Reshape(expanded, op.Concat(batch, op.Mul(heads, g), rest, axis=0))
 
@@ -56,11 +60,16 @@ def _explicit(op, q, k, v, mask, is_causal, scale):
     perm = [*range(rank - 2), rank - 1, rank - 2]
     scores = op.Mul(op.MatMul(q, op.Transpose(k, perm=perm)), _scale(op, q, scale, dtype))
     neg_inf = op.constant(float("-inf"), dtype)
+    # torch adds masks: a bool mask (and is_causal) as 0 / -inf, so an infinite score at a
+    # masked position is NaN (inf - inf), not -inf.
     if mask is not None:
-        scores = op.Where(mask, scores, neg_inf) if mask.dtype == D.BOOL else op.Add(scores, mask)
+        scores = op.Add(scores, op.Where(mask, op.constant(0.0, dtype), neg_inf) if mask.dtype == D.BOOL else mask)
     if is_causal:
-        scores = op.Where(_causal(op, q, k), scores, neg_inf)
-    return op.MatMul(op.Softmax(scores, axis=-1), v)
+        scores = op.Add(scores, op.Where(_causal(op, q, k), op.constant(0.0, dtype), neg_inf))
+    # torch's _safe_softmax: a row of -inf scores attends to nothing (zeros, not NaN).
+    masked_out = op.ReduceMin(op.Cast(op.Equal(scores, neg_inf), to=D.UINT8), op.constant([-1]), keepdims=1)
+    weights = op.Where(op.Cast(masked_out, to=D.BOOL), op.constant(0.0, dtype), op.Softmax(scores, axis=-1))
+    return op.MatMul(weights, v)
 
 
 def _mask_rows(op, mask, query):
@@ -80,10 +89,7 @@ def scaled_dot_product_attention(
         raise op.unsupported(
             "dropout_p", dropout_p, "attention dropout is random", hint="pass dropout_p=0.0 outside training"
         )
-    groups = 1
-    if enable_gqa:
-        hq, hkv = _heads(op, query, key)
-        groups = hq // hkv
+    groups = _groups(op, query, key) if enable_gqa else 1
     dtype = op.output_dtype
     four_d = all(op.rank_of(v) == 4 for v in (query, key, value))
     mask_fits = attn_mask is None or op.rank_of(attn_mask) in (2, 4)
@@ -98,7 +104,7 @@ def scaled_dot_product_attention(
     bool_mask = attn_mask is not None and attn_mask.dtype == D.BOOL
 
     def explicit(q, k, v, float_mask=None):
-        if groups > 1:
+        if groups != 1:
             k, v = _repeat_heads(op, k, groups), _repeat_heads(op, v, groups)
         return _explicit(op, q, k, v, attn_mask if bool_mask else float_mask, is_causal, scale)
 

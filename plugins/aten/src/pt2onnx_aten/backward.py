@@ -7,7 +7,6 @@ import numpy as np
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, as_dtype, compute, kernel_dtype
-from .pooling import _bins
 
 
 @converter("aten::max_pool2d_with_indices_backward.default")
@@ -16,25 +15,49 @@ def max_pool2d_with_indices_backward(op, grad_output, self, kernel_size, stride,
     def emit(grad, x):
         plane = op.constant([0, 0, -1]) if op.rank_of(self) == 4 else op.constant([0, -1])
         flat_grad, flat_index = op.Reshape(grad, plane), op.Reshape(indices, plane)
-        zeros = op.Reshape(op.Mul(x, op.constant(0.0, x.dtype)), plane)
+        # Zeros of x's shape that do not depend on x's values (x * 0 is NaN at inf and NaN).
+        zeros = op.Reshape(op.Expand(op.constant(0.0, x.dtype), op.Shape(x)), plane)
         summed = op.ScatterElements(zeros, flat_index, flat_grad, axis=-1, reduction="add")
         return op.Reshape(summed, op.Shape(x))
 
     return compute(op, emit, [grad_output, self], op.output_dtype, FLOATS)
 
 
+def _bin_members(op, size, out):
+    """torch's adaptive pooling bins of one spatial dim as an (out, size) bool matrix (bin p
+    holds input[floor(p * size / out) : ceil((p + 1) * size / out)]) and each bin's length
+    as an (out, 1) int64 column; ``size`` and ``out`` are 1-element int64 Values (symbolic
+    or not)."""
+    zero, one, first = op.constant(0), op.constant(1), op.constant([0])
+    bins = op.Unsqueeze(op.Range(zero, op.Squeeze(out, first), one), op.constant([1]))
+    start = op.Div(op.Mul(bins, size), out)
+    end = op.Div(op.Sub(op.Add(op.Mul(op.Add(bins, one), size), out), one), out)
+    positions = op.Range(zero, op.Squeeze(size, first), one)
+    members = op.And(op.GreaterOrEqual(positions, start), op.Less(positions, end))
+    return members, op.Sub(end, start)
+
+
 @converter("aten::_adaptive_avg_pool2d_backward.default")
 def adaptive_avg_pool2d_backward(op, grad_output, self):
-    sizes, outputs = list(self.shape)[-2:], list(grad_output.shape)[-2:]
-    if not all(isinstance(s, int) for s in sizes + outputs):
-        raise op.unsupported("self", "symbolic spatial size", "the pooling bins need static sizes")
+    # The transpose of the forward's averaging: each input pixel gets grad / bin size of every
+    # bin holding it, one spatial dim at a time. Where() picks the members, so a bin's inf or
+    # NaN reaches only its own pixels (a 0/1 matrix product would spread 0 * inf = NaN).
+    def spread(grad, axis):
+        def dim(v):
+            return op.Shape(v, start=axis, end=axis + 1) if axis == -2 else op.Shape(v, start=axis)
 
-    # The transpose of the forward's averaging: input pixel gets grad / bin size of every bin holding it.
-    def emit(grad):
-        matrices = [op.constant(_bins(s, o).astype(grad.dtype.numpy())) for s, o in zip(sizes, outputs)]
-        return op.Einsum(grad, *matrices, equation="...pq,ph,qw->...hw")
+        members, lengths = _bin_members(op, dim(self), dim(grad))
+        zero = op.constant(0.0, grad.dtype)
+        if axis == -2:  # (..., P, Q) -> (..., P, H, Q), summed over P
+            scaled = op.Div(grad, op.Cast(lengths, to=grad.dtype))
+            picked = op.Where(op.Unsqueeze(members, op.constant([-1])), op.Unsqueeze(scaled, op.constant([-2])), zero)
+            return op.ReduceSum(picked, op.constant([-3]), keepdims=0)
+        # (..., H, Q) -> (..., H, Q, W), summed over Q
+        scaled = op.Div(grad, op.Cast(op.Transpose(lengths, perm=[1, 0]), to=grad.dtype))
+        picked = op.Where(members, op.Unsqueeze(scaled, op.constant([-1])), zero)
+        return op.ReduceSum(picked, op.constant([-2]), keepdims=0)
 
-    return compute(op, emit, [grad_output], op.output_dtype, FLOATS)
+    return compute(op, lambda grad: spread(spread(grad, -2), -1), [grad_output], op.output_dtype, FLOATS)
 
 
 @converter("aten::embedding_dense_backward.default")
@@ -47,8 +70,9 @@ def embedding_dense_backward(op, grad_output, indices, num_weights, padding_idx,
         rows = op.Reshape(grad, op.Concat(op.constant([-1]), op.Shape(grad, start=-1), axis=0))
         flat = op.Reshape(indices, op.constant([-1, 1]))
         if padding_idx >= 0:
-            keep = op.Cast(op.Not(op.Equal(flat, op.constant(int(padding_idx)))), to=grad.dtype)
-            rows = op.Mul(rows, keep)
+            # torch skips those rows (a NaN in them must not reach the padding row as 0 * NaN).
+            keep = op.Not(op.Equal(flat, op.constant(int(padding_idx))))
+            rows = op.Where(keep, rows, op.constant(0.0, grad.dtype))
         shape = op.Concat(op.shape_tensor([num_weights]), op.Shape(grad, start=-1), axis=0)
         zeros = op.Expand(op.constant(np.zeros((), dtype=grad.dtype.numpy())), shape)
         return op.ScatterND(zeros, flat, rows, reduction="add")
@@ -62,12 +86,19 @@ def native_layer_norm_backward(op, grad_out, input, normalized_shape, mean, rstd
     rank = op.rank_of(input)
     inner, outer = op.constant(list(range(rank - k, rank))), op.constant(list(range(rank - k)))
 
-    def emit(g, x, mu, r, w=None):
-        xhat = op.Mul(op.Sub(x, mu), r)
+    def emit(g, x, mu, a, w=None):
+        # torch's CPU kernel (layer_norm_backward_frame), in its order of operations:
+        #   ds = sum(dy * x * w), db = sum(dy * w) over the normalized dims, scale = 1 / N,
+        #   b = (db * mean - ds) * a^3 * scale, c = -b * mean - db * a * scale,
+        #   dx = a * dy * w + b * x + c;  dw = sum over rows of dy * (a * x - a * mean);  db = sum dy.
         gw = g if w is None else op.Mul(g, w)
-        # d/dx of (x - mean) * rstd: rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) over the normalized dims
-        centered = op.Sub(gw, op.ReduceMean(gw, inner, keepdims=1))
-        grad_input = op.Mul(r, op.Sub(centered, op.Mul(xhat, op.ReduceMean(op.Mul(gw, xhat), inner, keepdims=1))))
+        ds = op.ReduceSum(op.Mul(op.Mul(g, x), w) if w is not None else op.Mul(g, x), inner, keepdims=1)
+        db = op.ReduceSum(gw, inner, keepdims=1)
+        scale = op.Reciprocal(op.Cast(op.ReduceProd(op.Shape(x, start=rank - k), keepdims=0), to=x.dtype))
+        b = op.Mul(op.Mul(op.Mul(op.Mul(op.Sub(op.Mul(db, mu), ds), a), a), a), scale)
+        c = op.Sub(op.Mul(op.Neg(b), mu), op.Mul(op.Mul(db, a), scale))
+        grad_input = op.Add(op.Add(op.Mul(op.Mul(a, g), w) if w is not None else op.Mul(a, g), op.Mul(b, x)), c)
+        xhat = op.Add(op.Mul(a, x), op.Neg(op.Mul(a, mu)))
         grad_weight = op.ReduceSum(op.Mul(g, xhat), outer, keepdims=0) if rank > k else op.Mul(g, xhat)
         grad_bias = op.ReduceSum(g, outer, keepdims=0) if rank > k else op.Identity(g)
         return grad_input, grad_weight, grad_bias

@@ -4,23 +4,29 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import onnx_ir as ir
-
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, compute
+from .reductions import _extreme
 
 
-def _norm(op, diff, p, axis):
-    """The p-norm of ``diff`` over ``axis`` (p = 0 counts non-zeros, p = inf takes the max)."""
+def _norm(op, diff, p, axis, *, nan_max):
+    """The p-norm of ``diff`` over ``axis`` (p = 0 counts non-zeros, p = inf takes the max).
+
+    NaN as torch's kernels treat it: p = 0 counts it as NaN (``min(ceil(|d|), 1)``);
+    p = inf propagates it where ``nan_max`` (pdist's vectorized maximum) and skips it
+    otherwise (cdist's ``std::max`` from 0, so an all-NaN row gives 0).
+    """
     axes = op.constant([axis])
     if p == 0:
         nonzero = op.Cast(op.Not(op.Equal(diff, op.constant(0.0, diff.dtype))), to=diff.dtype)
-        return op.ReduceSum(nonzero, axes, keepdims=0)
+        return op.ReduceSum(op.Where(op.IsNaN(diff), diff, nonzero), axes, keepdims=0)
     magnitude = op.Abs(diff)
     if math.isinf(p):
-        return op.ReduceMax(magnitude, axes, keepdims=0)
+        if nan_max:
+            return _extreme(op, "ReduceMax", magnitude, [axis], False)
+        zero = op.constant(0.0, diff.dtype)
+        return op.ReduceMax(op.Where(op.IsNaN(magnitude), zero, magnitude), axes, keepdims=0)
     if p == 1:
         return op.ReduceSum(magnitude, axes, keepdims=0)
     if p == 2:
@@ -29,22 +35,22 @@ def _norm(op, diff, p, axis):
     return op.Pow(op.ReduceSum(powered, axes, keepdims=0), op.constant(1.0 / p, diff.dtype))
 
 
-def _pairwise(op, x1, x2, p):
+def _pairwise(op, x1, x2, p, *, nan_max):
     # (*, P, 1, M) - (*, 1, R, M) -> (*, P, R, M), reduced over M.
     diff = op.Sub(op.Unsqueeze(x1, op.constant([-2])), op.Unsqueeze(x2, op.constant([-3])))
-    return _norm(op, diff, p, -1)
+    return _norm(op, diff, p, -1, nan_max=nan_max)
 
 
 @converter("aten::_cdist_forward.default", "aten::cdist.default")
 def cdist(op, x1, x2, p=2.0, compute_mode=None):
     # compute_mode only picks torch's algorithm (matmul or direct); both give these distances.
-    return compute(op, lambda a, b: _pairwise(op, a, b, p), [x1, x2], op.output_dtype, FLOATS)
+    return compute(op, lambda a, b: _pairwise(op, a, b, p, nan_max=False), [x1, x2], op.output_dtype, FLOATS)
 
 
 @converter("aten::_pdist_forward.default", "aten::pdist.default")
 def pdist(op, self, p=2.0):
     def emit(x):
-        dist = _pairwise(op, x, x, p)
+        dist = _pairwise(op, x, x, p, nan_max=True)
         # Pairs i < j in row-major order, as torch lists them.
         n = op.Squeeze(op.Shape(x, start=0, end=1))
         index = op.Range(op.constant(0), n, op.constant(1))
@@ -60,7 +66,8 @@ def native_dropout(op, input, p, train):
     if train is False or p == 0:
         return op.Identity(input), keep_all
     if p == 1:
-        # Everything is dropped: deterministic.
-        zeros = op.ConstantOfShape(op.Shape(input), value=ir.tensor(np.zeros((1,), dtype=input.dtype.numpy())))
-        return zeros, op.Not(keep_all)
+        # Everything is dropped: deterministic. torch multiplies by the all-zero mask, so
+        # inf and NaN become NaN.
+        dropped = compute(op, lambda x: op.Mul(x, op.constant(0.0, x.dtype)), [input], input.dtype, FLOATS)
+        return dropped, op.Not(keep_all)
     raise op.unsupported("train", train, "dropout in training mode is random", hint="call model.eval()")

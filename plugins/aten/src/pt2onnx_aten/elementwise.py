@@ -3,9 +3,19 @@
 Operands are cast to the dtype torch computes in (the node's output dtype), so int + float,
 bool arithmetic and integer division come out as torch says. Dtypes onnxruntime has no
 kernel for compute in a wider dtype that is exact for them (see ``_common.compute``).
+
+Integer overflow wraps around in torch. onnxruntime's Add, Sub, Mul and Neg wrap too, and
+the cast back from a wider dtype wraps as torch's narrower arithmetic does (the low bits of
+a sum or product do not depend on the width), so those match as they are. Its integer
+``Pow`` goes through floating point and saturates: integer powers are square-and-multiply
+here (``_int_pow``). Its integer ``Div`` of the dtype's minimum by -1 is a hardware
+exception that kills the process (torch's floor division returns the wrapped minimum):
+division by -1 is a negation here.
 """
 
 from __future__ import annotations
+
+import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
@@ -13,6 +23,8 @@ from ._common import FLOATS, INTS, NUMBERS, D, as_dtype, compute, promote, trunc
 
 _MINMAX = FLOATS | {D.INT8, D.INT32, D.INT64, D.UINT8}
 _POW = FLOATS | {D.INT32, D.INT64}
+# Integer division selects with Where, which onnxruntime runs on int32/int64 only.
+_INT_DIVIDE = frozenset({D.INT32, D.INT64})
 
 
 def _with_alpha(op, onnx_op, alpha):
@@ -54,9 +66,20 @@ def _floor_divide_float(op, a, b):
     return op.Where(op.Equal(b, 0), op.Div(a, b), floor)
 
 
+def _truncate_divide_int(op, a, b):
+    """C's ``a / b``; ``min / -1`` wraps to ``min`` (a negation) instead of trapping."""
+    by_minus_one = op.Equal(b, op.constant(-1, b.dtype))
+    safe = op.Where(by_minus_one, op.constant(1, b.dtype), b)
+    return op.Where(by_minus_one, op.Neg(a), op.Div(a, safe))
+
+
 def _floor_divide_int(op, a, b):
-    # ONNX Div truncates; a - mod(a, b) (Mod with fmod=0 takes the divisor's sign) divides exactly.
-    return op.Div(op.Sub(a, op.Mod(a, b)), b)
+    # torch's div_floor_integer: the truncated quotient, less one where the signs differ and
+    # the division is not exact. (a - mod(a, b)) / b would be shorter, but a - mod overflows.
+    quotient = _truncate_divide_int(op, a, b)
+    inexact = op.Not(op.Equal(op.Mod(a, b, fmod=1), op.constant(0, a.dtype)))
+    signs_differ = op.Xor(op.Less(a, op.constant(0, a.dtype)), op.Less(b, op.constant(0, b.dtype)))
+    return op.Where(op.And(inexact, signs_differ), op.Sub(quotient, op.constant(1, a.dtype)), quotient)
 
 
 @converter("aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::div.Scalar_mode")
@@ -66,23 +89,109 @@ def div(op, self, other, *, rounding_mode=None):
         return compute(op, op.Div, [self, other], dtype, FLOATS)
     if rounding_mode == "trunc":
         if dtype in INTS:
-            return compute(op, op.Div, [self, other], dtype, NUMBERS)
+            return compute(op, lambda a, b: _truncate_divide_int(op, a, b), [self, other], dtype, _INT_DIVIDE)
         return compute(op, lambda a, b: truncate(op, op.Div(a, b)), [self, other], dtype, FLOATS)
     if rounding_mode == "floor":
         if dtype in INTS:
-            return compute(op, lambda a, b: _floor_divide_int(op, a, b), [self, other], dtype, NUMBERS)
+            return compute(op, lambda a, b: _floor_divide_int(op, a, b), [self, other], dtype, _INT_DIVIDE)
         return compute(op, lambda a, b: _floor_divide_float(op, a, b), [self, other], dtype, FLOATS)
     raise op.unsupported("rounding_mode", rounding_mode, "torch knows None, 'trunc' and 'floor'")
 
 
+def _int_pow_by_constant(op, base, exponent):
+    """``base ** exponent`` for a constant exponent >= 0: unrolled square-and-multiply."""
+    result, square = None, base
+    while exponent:
+        if exponent & 1:
+            result = square if result is None else op.Mul(result, square)
+        exponent >>= 1
+        if exponent:
+            square = op.Mul(square, square)
+    return op.Expand(op.constant(1, base.dtype), op.Shape(base)) if result is None else op.Identity(result)
+
+
+def _int_pow(op, base, exponent):
+    """torch's ``powi``: square-and-multiply (wrapping like torch) in a ``Loop`` that runs
+    once per bit of the largest exponent; a negative exponent gives 1 for base 1, +-1 for
+    base -1 and 0 otherwise. onnxruntime's integer Pow saturates instead of wrapping.
+
+    The exponent's bits are walked as uint64 (BitwiseAnd and BitShift: onnxruntime's integer
+    Mod and Div cost about ten times a Mul)."""
+    dtype = base.dtype
+    zero, one = op.constant(0, dtype), op.constant(1, dtype)
+    one_bit, no_bits = op.constant(1, D.UINT64), op.constant(0, D.INT64)
+
+    def any_left(builder, bits):
+        return builder.Greater(builder.ReduceMax(builder.Cast(bits, to=D.INT64), keepdims=0), no_bits)
+
+    ones = op.Expand(one, op.Shape(op.Add(base, exponent)))
+    bits = op.Cast(op.Max(exponent, zero), to=D.UINT64)
+    name = op.node.name
+    body_inputs = [
+        op.value(f"{name}.iteration", D.INT64, []),
+        op.value(f"{name}.cond_in", D.BOOL, []),
+        op.value(f"{name}.result", dtype, None),
+        op.value(f"{name}.square", dtype, None),
+        op.value(f"{name}.bits", D.UINT64, None),
+    ]
+
+    def step(sub, _iteration, _cond, result, square, bits):
+        odd = sub.Cast(sub.BitwiseAnd(bits, one_bit), to=D.BOOL)
+        result = sub.Where(odd, sub.Mul(result, square), result)
+        bits = sub.BitShift(bits, one_bit, direction="RIGHT")
+        return [any_left(sub, bits), result, sub.Mul(square, square), bits]
+
+    body = op.subgraph(step, body_inputs, name=f"{name}.powi")
+    powered, _, _ = op.Loop(None, any_left(op, bits), ones, base, bits, body=body, _outputs=3)
+    minus_one = op.constant(-1, dtype)
+    odd_exponent = op.Cast(op.BitwiseAnd(exponent, one), to=D.BOOL)
+    negative = op.Where(
+        op.Equal(base, one),
+        one,
+        op.Where(op.Equal(base, minus_one), op.Where(odd_exponent, minus_one, one), zero),
+    )
+    return op.Where(op.Less(exponent, zero), negative, powered)
+
+
+def _float_pow_by_constant(op, base, exponent):
+    """torch's special exponents (pow_tensor_scalar_kernel): sqrt(-inf) is NaN where pow gives inf."""
+    if exponent == 0.5:
+        return op.Sqrt(base)
+    if exponent == -0.5:
+        return op.Reciprocal(op.Sqrt(base))
+    if exponent == -1:
+        return op.Reciprocal(base)
+    if exponent == 2:
+        return op.Mul(base, base)
+    if exponent == 3:
+        return op.Mul(op.Mul(base, base), base)
+    if exponent == -2:
+        return op.Reciprocal(op.Mul(base, base))
+    return op.Pow(base, op.constant(float(exponent), base.dtype))
+
+
 @converter("aten::pow.Tensor_Tensor", "aten::pow.Tensor_Scalar", "aten::pow.Scalar")
 def pow_(op, self, exponent):
-    return compute(op, op.Pow, [self, exponent], op.output_dtype, _POW)
+    dtype = op.output_dtype
+    constant_exponent = not isinstance(exponent, ir.Value) and isinstance(self, ir.Value)
+    if dtype in INTS:
+        if constant_exponent and exponent >= 0:
+            return compute(op, lambda a: _int_pow_by_constant(op, a, int(exponent)), [self], dtype, _POW)
+        return compute(op, lambda a, b: _int_pow(op, a, b), [self, exponent], dtype, _POW)
+    if constant_exponent:
+        return compute(op, lambda a: _float_pow_by_constant(op, a, exponent), [self], dtype, _POW)
+    return compute(op, op.Pow, [self, exponent], dtype, _POW)
+
+
+def _divisor(op, other):
+    # torch rounds a Python scalar divisor to the tensor's dtype (e.g. -0.7 to bfloat16's -0.69921875).
+    return other if isinstance(other, ir.Value) else as_dtype(op, other, op.output_dtype)
 
 
 @converter("aten::remainder.Tensor", "aten::remainder.Scalar")
 def remainder(op, self, other):
     dtype = op.output_dtype
+    other = _divisor(op, other)
     if dtype in INTS:
         return compute(op, lambda a, b: op.Mod(a, b), [self, other], dtype, NUMBERS)
 
@@ -97,7 +206,7 @@ def remainder(op, self, other):
 
 @converter("aten::fmod.Tensor", "aten::fmod.Scalar")
 def fmod(op, self, other):
-    return compute(op, lambda a, b: op.Mod(a, b, fmod=1), [self, other], op.output_dtype, NUMBERS)
+    return compute(op, lambda a, b: op.Mod(a, b, fmod=1), [self, _divisor(op, other)], op.output_dtype, NUMBERS)
 
 
 def _nan_propagating(op, onnx_op):

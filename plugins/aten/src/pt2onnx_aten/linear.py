@@ -6,7 +6,7 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, compute
+from ._common import FLOATS, as_dtype, compute
 
 D = ir.DataType
 # onnxruntime's MatMul kernels; narrower ints are multiplied in int32 (the wrap-around
@@ -16,6 +16,13 @@ MATMUL_DTYPES = FLOATS | {D.INT32, D.INT64}
 
 def _matmul(op, a, b):
     return compute(op, op.MatMul, [a, b], op.output_dtype, MATMUL_DTYPES)
+
+
+def _scaled_self(op, self, beta, shape):
+    """``beta * self`` broadcast to ``shape``: addmm/addmv of float32/float64 with alpha 0,
+    where torch's BLAS call never reads the matrices (NaN and inf in them do not show)."""
+    scaled = self if beta == 1 else op.Mul(self, op.constant(beta, self.dtype))
+    return op.Expand(scaled, shape)
 
 
 def _add_product(op, self, a, b, beta, alpha):
@@ -56,6 +63,9 @@ def matmul(op, self, other):
 @converter("aten::addmm.default")
 def addmm(op, self, mat1, mat2, *, beta=1, alpha=1):
     dtype = op.output_dtype
+    if alpha == 0 and dtype in (D.FLOAT, D.DOUBLE):
+        shape = op.Concat(op.Shape(mat1, start=0, end=1), op.Shape(mat2, start=1, end=2), axis=0)
+        return _scaled_self(op, as_dtype(op, self, dtype), beta, shape)
     if dtype in FLOATS | {D.BFLOAT16} and beta != 0:
         return compute(
             op,
@@ -74,6 +84,8 @@ def baddbmm(op, self, batch1, batch2, *, beta=1, alpha=1):
 
 @converter("aten::addmv.default")
 def addmv(op, self, mat, vec, *, beta=1, alpha=1):
+    if alpha == 0 and op.output_dtype in (D.FLOAT, D.DOUBLE):
+        return _scaled_self(op, as_dtype(op, self, op.output_dtype), beta, op.Shape(mat, start=0, end=1))
     return _add_product(op, self, mat, vec, beta, alpha)
 
 

@@ -9,6 +9,12 @@ converter: its schema mutates the running statistics, so pt2onnx functionalizes 
 graph holding it into ``_native_batch_norm_legit_functional`` before translation.
 
 Statistics of float16/bfloat16 inputs are computed in float32, as torch does on CPU.
+
+The explicit forms apply the statistics as torch's CPU kernels do, folded into one scale
+and shift per channel: ``x * (rstd * w) + (b - mean * rstd * w)`` (batch, instance and
+group norm; onnxruntime's BatchNormalization folds them the same way) and
+``(x * rstd - rstd * mean) * w + b`` (layer norm), so NaN and inf in the input or the
+affine parameters come out where torch puts them.
 """
 
 from __future__ import annotations
@@ -38,23 +44,28 @@ def _per_channel(op, value, rank):
     return op.Reshape(value, op.constant([-1] + [1] * (rank - 2)))
 
 
-def _normalize(op, x, axes, eps):
-    """(x - mean) * rstd over ``axes``; returns y, mean, rstd and the biased variance (dims kept)."""
+def _moments(op, x, axes, eps):
+    """Mean, rstd and the biased variance of ``x`` over ``axes`` (dims kept)."""
     axes_ = op.constant(axes)
     mean = op.ReduceMean(x, axes_, keepdims=1)
     centered = op.Sub(x, mean)
     var = op.ReduceMean(op.Mul(centered, centered), axes_, keepdims=1)
     rstd = op.Reciprocal(op.Sqrt(op.Add(var, op.constant(eps, x.dtype))))
-    return op.Mul(centered, rstd), mean, rstd, var
+    return mean, rstd, var
 
 
-def _affine(op, y, weight, bias, dtype, rank):
-    """``y * weight + bias`` per channel, in ``y``'s (statistics) dtype, then cast to ``dtype``."""
-    if weight is not None:
-        y = op.Mul(y, _per_channel(op, as_dtype(op, weight, y.dtype), rank))
-    if bias is not None:
-        y = op.Add(y, _per_channel(op, as_dtype(op, bias, y.dtype), rank))
-    return as_dtype(op, y, dtype)
+def _scale_shift(op, x, mean, rstd, weight, bias):
+    """torch's ``x * alpha + beta`` with ``alpha = rstd * weight``, ``beta = bias - mean * alpha``
+    (``weight`` and ``bias`` already shaped to broadcast, or None)."""
+    alpha = rstd if weight is None else op.Mul(rstd, weight)
+    shift = op.Mul(mean, alpha)
+    beta = op.Neg(shift) if bias is None else op.Sub(bias, shift)
+    return op.Add(op.Mul(x, alpha), beta)
+
+
+def _channel_params(op, weight, bias, dtype, rank):
+    """The affine parameters (or None) in ``dtype``, shaped (C, 1, ...) for (N, C, *spatial)."""
+    return [None if v is None else _per_channel(op, as_dtype(op, v, dtype), rank) for v in (weight, bias)]
 
 
 # -- batch norm ------------------------------------------------------------------------
@@ -72,12 +83,33 @@ def _channels_param(op, value, input, fill):
 def _batch_norm(op, input, weight, bias, running_mean, running_var, eps):
     weight = _channels_param(op, weight, input, 1.0)
     bias = _channels_param(op, bias, input, 0.0)
-    return op.BatchNormalization(input, weight, bias, running_mean, running_var, epsilon=float(eps))
+    # onnxruntime has no bfloat16 BatchNormalization: it runs in float32 (torch's opmath too).
+    return compute(
+        op,
+        lambda *vs: op.BatchNormalization(*vs, epsilon=float(eps)),
+        [input, weight, bias, running_mean, running_var],
+        op.output_dtype,
+        FLOATS,
+    )
 
 
 def _empty(op):
     # torch returns empty saved mean/invstd in inference; nothing reads them.
     return op.constant(np.zeros((0,), dtype=op.output_dtype.numpy()))
+
+
+def _rounded_batch_moments(op, x, mean, var, axes, eps, dtype):
+    """The mean and rstd torch's CPU batch norm applies to float16/bfloat16 inputs: it keeps
+    the mean and the sum of squared deviations in the input's dtype, and rounds the rstd
+    computed from them to it too (the statistics themselves accumulate in float32)."""
+
+    def rounded(v):
+        return as_dtype(op, as_dtype(op, v, dtype), x.dtype)
+
+    count = op.Cast(op.ReduceProd(op.Gather(op.Shape(x), op.constant(axes)), keepdims=0), to=x.dtype)
+    var = op.Div(rounded(op.Mul(var, count)), count)
+    rstd = op.Reciprocal(op.Sqrt(op.Add(var, op.constant(float(eps), x.dtype))))
+    return rounded(mean), rounded(rstd)
 
 
 def _batch_statistics(op, input, weight, bias, eps):
@@ -86,16 +118,15 @@ def _batch_statistics(op, input, weight, bias, eps):
     dtype, rank = op.output_dtype, op.rank_of(input)
     x = as_dtype(op, input, _stat_dtype(dtype))
     axes = [0, *range(2, rank)]
-    y, mean, rstd, var = _normalize(op, x, axes, float(eps))
+    mean, rstd, var = _moments(op, x, axes, float(eps))
     if dtype in _HALF:
-        # torch's CPU kernel rounds the batch mean and rstd to the input's dtype before applying them.
-        mean, rstd = (as_dtype(op, as_dtype(op, v, dtype), x.dtype) for v in (mean, rstd))
-        y = op.Mul(op.Sub(x, mean), rstd)
+        mean, rstd = _rounded_batch_moments(op, x, mean, var, axes, eps, dtype)
+    y = as_dtype(op, _scale_shift(op, x, mean, rstd, *_channel_params(op, weight, bias, x.dtype, rank)), dtype)
     squeeze = op.constant(axes)
     mean, rstd, var = (op.Squeeze(v, squeeze) for v in (mean, rstd, var))
     count = op.Cast(op.Div(op.Size(input), op.Shape(input, start=1, end=2)), to=x.dtype)
     unbiased = op.Mul(var, op.Div(count, op.Sub(count, op.constant(1.0, x.dtype))))
-    return _affine(op, y, weight, bias, dtype, rank), mean, rstd, unbiased
+    return y, mean, rstd, unbiased
 
 
 @converter("aten::batch_norm.default")
@@ -150,8 +181,10 @@ def _layer_norm(op, input, normalized_shape, weight, bias, eps, outputs):
     dtype = op.output_dtype
     axis = -len(normalized_shape)
     if dtype == ir.DataType.DOUBLE:
-        # LayerNormalization's statistics are float32 at most: float64 takes the explicit form.
-        y, mean, rstd, _ = _normalize(op, input, list(range(axis, 0)), float(eps))
+        # LayerNormalization's statistics are float32 at most: float64 takes the explicit
+        # form, torch's (x * rstd - rstd * mean) * w + b.
+        mean, rstd, _ = _moments(op, input, list(range(axis, 0)), float(eps))
+        y = _scale_shift(op, input, mean, rstd, None, None)
         if weight is not None:
             y = op.Mul(y, weight)
         if bias is not None:
@@ -179,13 +212,20 @@ def native_layer_norm(op, input, normalized_shape, weight, bias, eps):
 
 
 def _group_norm(op, input, weight, bias, group, eps):
-    dtype, rank = op.output_dtype, op.rank_of(input)
+    dtype = op.output_dtype
     x = as_dtype(op, input, _stat_dtype(dtype))
-    grouped = op.Reshape(x, op.constant([0, int(group), -1]))
-    y, mean, rstd, _ = _normalize(op, grouped, [2], float(eps))
-    y = op.Reshape(y, op.Shape(input))
+    group = int(group)
+    mean, rstd, _ = _moments(op, op.Reshape(x, op.constant([0, group, -1])), [2], float(eps))
+    # (N, G, C / G, spatial): statistics per group, affine parameters per channel.
+    per_group = op.Div(op.Shape(x, start=1, end=2), op.constant([group]))
+    grouped = op.Reshape(x, op.Concat(op.constant([0, group]), per_group, op.constant([-1]), axis=0))
+    params = [
+        None if v is None else op.Reshape(as_dtype(op, v, x.dtype), op.constant([group, -1, 1])) for v in (weight, bias)
+    ]
+    last = op.constant([-1])
+    y = _scale_shift(op, grouped, op.Unsqueeze(mean, last), op.Unsqueeze(rstd, last), *params)
     squeeze = op.constant([2])
-    return _affine(op, y, weight, bias, dtype, rank), op.Squeeze(mean, squeeze), op.Squeeze(rstd, squeeze)
+    return as_dtype(op, op.Reshape(y, op.Shape(input)), dtype), op.Squeeze(mean, squeeze), op.Squeeze(rstd, squeeze)
 
 
 @converter("aten::group_norm.default")
@@ -204,10 +244,14 @@ def native_group_norm(op, input, weight, bias, N, C, HxW, group, eps):
 def instance_norm(op, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
     if not use_input_stats:
         return _batch_norm(op, input, weight, bias, running_mean, running_var, eps)
+    # torch runs instance norm as training-mode batch norm over (1, N * C, *spatial).
     dtype, rank = op.output_dtype, op.rank_of(input)
     x = as_dtype(op, input, _stat_dtype(dtype))
-    y, _, _, _ = _normalize(op, x, list(range(2, rank)), float(eps))
-    return _affine(op, y, weight, bias, dtype, rank)
+    axes = list(range(2, rank))
+    mean, rstd, var = _moments(op, x, axes, float(eps))
+    if dtype in _HALF:
+        mean, rstd = _rounded_batch_moments(op, x, mean, var, axes, eps, dtype)
+    return as_dtype(op, _scale_shift(op, x, mean, rstd, *_channel_params(op, weight, bias, x.dtype, rank)), dtype)
 
 
 # -- RMS norm ----------------------------------------------------------------------------

@@ -17,7 +17,13 @@ def _along(op, onnx_op, self, dim):
             # ONNX Softmax needs an axis: give the 0-d tensor one, then take it away.
             one = getattr(op, onnx_op)(op.Reshape(x, op.constant([1])), axis=0)
             return op.Reshape(one, op.Shape(x))
-        return getattr(op, onnx_op)(x, axis=dim)
+        result = getattr(op, onnx_op)(x, axis=dim)
+        if onnx_op == "LogSoftmax":
+            # torch: a slice holding +inf is NaN throughout (inf - inf); onnxruntime's
+            # LogSoftmax gives NaN there only and -inf elsewhere in the slice.
+            top = op.ReduceMax(x, op.constant([dim]), keepdims=1)
+            result = op.Where(op.IsInf(top, detect_negative=0), op.constant(float("nan"), x.dtype), result)
+        return result
 
     return compute(op, softmax_, [self], op.output_dtype, FLOATS)
 

@@ -5,6 +5,9 @@ nodes, its constants on either side and its products in any association; the
 ``FastGELU`` spelling ``x * c * (1 + 0.044715 * x * x)`` of the tanh argument is the
 same polynomial. Products are matched as a whole (their constant and their factors),
 so each association and order of the operands is one case.
+
+The fused Gelu computes what the formula computes except where the formula's own terms
+overflow: for |x| > finfo.max / 2, ``0.5 * (x * 2)`` is inf in eager PyTorch and x here.
 """
 
 from __future__ import annotations
