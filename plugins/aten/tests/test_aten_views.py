@@ -199,6 +199,20 @@ def test_as_strided(x, data):
     )
 
 
+def test_as_strided_with_symbolic_sizes_and_offset():
+    # A window per row start, sized and offset by the input's dynamic dims.
+    model = Fn(lambda t: torch.as_strided(t, (t.shape[0] - 1, t.shape[1]), (t.shape[1], 1), t.shape[1]))
+    # rows >= 3: torch specializes a size of 1 (here rows - 1).
+    rows, cols = torch.export.Dim("rows", min=3), torch.export.Dim("cols", min=2)
+    assert_exports_like_eager(
+        model,
+        (torch.randn(3, 4),),
+        dynamic_shapes=({0: rows, 1: cols},),
+        other_inputs=[((torch.randn(5, 2),), {}), ((torch.randn(3, 7),), {})],
+        expect_ops=["aten::as_strided"],
+    )
+
+
 def test_as_strided_of_a_non_contiguous_input_is_a_clear_error():
     model = Fn(lambda t: torch.as_strided(t.t(), (2, 2), (1, 2)))
     with pytest.raises(UnsupportedArgumentError, match="contiguous"):
