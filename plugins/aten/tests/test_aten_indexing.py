@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import onnxruntime
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -162,3 +164,34 @@ def test_embedding(data, w):
 @given(x=tensors(shapes(max_rank=4, min_side=0, max_side=3), DTYPES, low=-1, high=1))
 def test_nonzero(x):
     assert_exports_like_eager(Fn(torch.nonzero), (x,), expect_ops=["aten::nonzero"])
+
+
+OUT_OF_RANGE = {
+    "index_select": lambda t, i: t.index_select(0, i),
+    "gather": lambda t, i: t.gather(0, i.reshape(1, 1).expand(1, 4)),
+    "embedding": lambda t, i: torch.nn.functional.embedding(i, t),
+    "index": lambda t, i: t[i],
+    "index_put": lambda t, i: t.index_put([i], torch.tensor(1.0)),
+    "scatter": lambda t, i: t.scatter(0, i.reshape(1, 1).expand(1, 4), 1.0),
+    "scatter_add": lambda t, i: t.scatter_add(0, i.reshape(1, 1).expand(1, 4), t),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUT_OF_RANGE))
+@pytest.mark.parametrize("bad", [3, -4, 2**62, -(2**63)])
+def test_an_index_out_of_range_is_an_error_at_run_time(name, bad):
+    # torch raises for an index outside [-n, n): the exported model never reads past the
+    # data silently, onnxruntime's Gather/Scatter kernels stop with an error. (A negative
+    # index in [-n, 0) counts from the end in ONNX; gather, index_select, embedding and
+    # scatter raise for it in torch, so the model reads what torch refuses to.)
+    model = Fn2(OUT_OF_RANGE[name])
+    x, good = torch.randn(3, 4), torch.tensor([1])
+    result = assert_exports_like_eager(model, (x, good), dynamic=False)
+    with pytest.raises((IndexError, RuntimeError)):
+        model(x, torch.tensor([bad]))
+    ort_errors = (
+        onnxruntime.capi.onnxruntime_pybind11_state.Fail,
+        onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument,
+    )
+    with pytest.raises(ort_errors, match=r"(?i)out of range|out of data bounds|invalid ind"):
+        result.run(x, torch.tensor([bad]))

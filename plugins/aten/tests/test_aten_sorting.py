@@ -31,10 +31,14 @@ def test_sort_is_stable_with_ties(data, x, descending, stable):
 
 @st.composite
 def distinct(draw, shape, dtype):
-    """Values without ties (which top-k may break either way), in ``dtype``."""
+    """Values without ties (which top-k may break either way), in ``dtype``; floats may
+    hold one NaN (torch's largest), one inf and one -inf."""
     n = torch.Size(shape).numel()
-    values = torch.tensor(draw(st.permutations(range(n))), dtype=torch.float64).reshape(shape)
-    return (values - n // 2).to(dtype)
+    values = torch.tensor(draw(st.permutations(range(n))), dtype=torch.float64) - n // 2
+    if dtype.is_floating_point:
+        edges = draw(st.lists(st.sampled_from([float("nan"), float("inf"), -float("inf")]), unique=True))[:n]
+        values[draw(st.permutations(range(n)))[: len(edges)]] = torch.tensor(edges, dtype=torch.float64)
+    return values.reshape(shape).to(dtype)
 
 
 @given(
