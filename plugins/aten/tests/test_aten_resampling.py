@@ -23,6 +23,8 @@ def _check(model, args, expect, **options):
 
 
 MODES = {1: ["nearest", "linear"], 2: ["nearest", "bilinear", "bicubic"], 3: ["nearest", "trilinear"]}
+# Every (spatial, mode) pair, each a test of its own so that every overload is exported.
+SPATIAL_MODES = [(spatial, mode) for spatial, modes in MODES.items() for mode in modes]
 OPS = {
     "nearest": "upsample_nearest{}d",
     "linear": "upsample_linear1d",
@@ -42,16 +44,15 @@ INTERPOLATED = {"low": -3, "high": 3, "edge_values": ("zero", "subnormal")}
 NEAREST_DTYPES = ("float32", "float16", "bfloat16", "float64", "uint8")
 
 
+@pytest.mark.parametrize(("spatial", "mode"), SPATIAL_MODES)
 @given(
     data=st.data(),
-    spatial=st.integers(1, 3),
     dtype=dtypes(("float32", "float16", "bfloat16")),
     by_scale=st.booleans(),
     align_corners=st.booleans(),
     opset=st.sampled_from([18, 26]),
 )
-def test_interpolate(data, spatial, dtype, by_scale, align_corners, opset):
-    mode = data.draw(st.sampled_from(MODES[spatial]))
+def test_interpolate(spatial, mode, data, dtype, by_scale, align_corners, opset):
     sizes = [data.draw(st.integers(1, 5)) for _ in range(spatial)]
     if mode == "nearest":
         dtype = data.draw(dtypes(NEAREST_DTYPES))
@@ -71,9 +72,9 @@ def test_interpolate(data, spatial, dtype, by_scale, align_corners, opset):
     _check(model, (x,), "aten::" + OPS[mode].format(spatial), opset=opset)
 
 
-@given(data=st.data(), spatial=st.integers(1, 3), align_corners=st.booleans(), with_scales=st.booleans())
-def test_upsample_default_overloads(data, spatial, align_corners, with_scales):
-    mode = data.draw(st.sampled_from(MODES[spatial]))
+@pytest.mark.parametrize(("spatial", "mode"), SPATIAL_MODES)
+@given(data=st.data(), align_corners=st.booleans(), with_scales=st.booleans())
+def test_upsample_default_overloads(spatial, mode, data, align_corners, with_scales):
     sizes = [data.draw(st.integers(1, 4)) for _ in range(spatial)]
     x = data.draw(tensors((1, 2, *sizes), torch.float32, **INTERPOLATED))
     factors = [data.draw(st.sampled_from([1, 2, 3])) for _ in range(spatial)]

@@ -1,4 +1,8 @@
-"""Scattering: scatter, scatter_add, scatter_reduce, select_scatter, slice_scatter, masked_scatter."""
+"""Scattering: scatter, scatter_add, scatter_reduce, select_scatter, slice_scatter, masked_scatter.
+
+An index outside [-n, n) stops onnxruntime's ScatterElements with an error, as torch
+raises; a negative index, which torch rejects, counts from the end (see indexing.py).
+"""
 
 from __future__ import annotations
 
