@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from pt2onnx.plugin import converter
@@ -89,32 +87,42 @@ def avg_pool(
     del attrs["dilations"]
     attrs |= {"ceil_mode": int(ceil_mode), "count_include_pad": int(count_include_pad)}
     if divisor_override is not None:
-        _check_full_windows(op, self, spatial, attrs, ceil_mode)
         attrs["count_include_pad"] = 1
-    kernel = math.prod(attrs["kernel_shape"])
 
     def pool(x):
         out = op.AveragePool(x, **attrs)
         if divisor_override is None:
             return out
-        # Every window holds the whole kernel (padding counted), so sum = mean * kernel size.
-        return op.Mul(out, op.constant(kernel / divisor_override, x.dtype))
+        # torch divides the window's sum by the divisor; AveragePool divided it by the
+        # window's positions in the padded input (fewer for a ceil_mode window that sticks out).
+        counts = _padded_window_counts(op, x, out, spatial, attrs)
+        return op.Mul(out, op.Div(op.Cast(counts, to=x.dtype), op.constant(float(divisor_override), x.dtype)))
 
     return compute(op, lambda x: batched(op, x, spatial, pool), [self], op.output_dtype, FLOAT32_16)
 
 
-def _check_full_windows(op, self, spatial, attrs, ceil_mode):
-    if not ceil_mode:
-        return
-    sizes = list(self.shape)[-spatial:]
-    for n, k, s, p in zip(sizes, attrs["kernel_shape"], attrs["strides"], attrs["pads"]):
-        if not isinstance(n, int) or (n + 2 * p - k) % s != 0:
-            raise op.unsupported(
-                "divisor_override",
-                None,
-                "with ceil_mode, a last window that sticks out of the padded input sums fewer elements "
-                "than the kernel holds; ONNX AveragePool cannot divide that sum by a fixed divisor",
-            )
+def _padded_window_counts(op, x, pooled, spatial, attrs):
+    """How many positions of the padded input each window covers, broadcast over the spatial dims.
+
+    A window starts at ``i * stride - pad`` and ends at ``min(start + kernel, size + pad)``:
+    constants for static sizes, else computed from ``Shape``.
+    """
+    rank = op.rank_of(x)
+    counts = None
+    for j, (k, s, p) in enumerate(zip(attrs["kernel_shape"], attrs["strides"], attrs["pads"])):
+        axis = rank - spatial + j
+        n, out = static_dims(x)[axis], static_dims(pooled)[axis] if pooled.shape is not None else None
+        trailing = [1] * (spatial - 1 - j)
+        if n is not None and out is not None:
+            starts = np.arange(out) * s - p
+            dim = op.constant((np.minimum(starts + k, n + p) - starts).reshape([out, *trailing]))
+        else:
+            bins = op.Range(op.constant(0), op.Squeeze(op.Shape(pooled, start=axis, end=axis + 1)), op.constant(1))
+            starts = op.Sub(op.Mul(bins, op.constant(s)), op.constant(p))
+            ends = op.Min(op.Add(starts, op.constant(k)), op.Add(size(op, x, axis), op.constant([p])))
+            dim = op.Reshape(op.Sub(ends, starts), op.constant([-1, *trailing]))
+        counts = dim if counts is None else op.Mul(counts, dim)
+    return counts
 
 
 def _bins(size, out):
