@@ -186,7 +186,7 @@ def test_an_index_out_of_range_is_an_error_at_run_time(name, bad):
     # scatter raise for it in torch, so the model reads what torch refuses to.)
     model = Fn2(OUT_OF_RANGE[name])
     x, good = torch.randn(3, 4), torch.tensor([1])
-    result = assert_exports_like_eager(model, (x, good), dynamic=False)
+    result = assert_exports_like_eager(model, (x, good))
     with pytest.raises((IndexError, RuntimeError)):
         model(x, torch.tensor([bad]))
     ort_errors = (
