@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
@@ -69,6 +71,8 @@ def _interpolating(op, spatial, output_size, scales, attrs, align_corners):
     given = [s for s in scales or () if s is not None]
     if given:
         if len(given) == spatial and _follows(op, spatial, given):
+            if not copies and not align_corners:
+                return lambda x: _cubic_by_scales(op, x, spatial, given, attrs)
             return lambda x: op.Resize(x, None, _scales(op, x, spatial, given, copies), **attrs)
         if not align_corners:  # with align_corners torch maps by the sizes alone
             raise op.unsupported(
@@ -79,6 +83,29 @@ def _interpolating(op, spatial, output_size, scales, attrs, align_corners):
                 hint="pass only output_size, or sizes that follow from the scales",
             )
     return lambda x: op.Resize(x, None, None, _sizes(op, x, spatial, output_size), **attrs)
+
+
+def _cubic_by_scales(op, x, spatial, scales, attrs):
+    """Resize by ``scales`` (cubic): torch maps by the scale also where no size changes.
+
+    onnxruntime's Resize copies its input when no size changes, whatever the scales: a
+    scale in (1, 2) on a small size (1.2 on 4 pixels) leaves the size, not the pixels, as
+    they are in torch. Then the first such dim is resized longer, by enough repeats of
+    its last pixel (which torch's clamped reads see) that its size grows, and cut back.
+    """
+    first = op.rank_of(x) - spatial
+    sizes = static_dims(x)[first:]
+    keep = [int(n * float(f)) == n if n is not None else None for n, f in zip(sizes, scales)]
+    stretched = [k for k, f in enumerate(scales) if 1 < float(f) < 2]
+    resize = lambda v: op.Resize(v, None, _scales(op, v, spatial, scales), **attrs)  # noqa: E731
+    if not stretched or False in keep:
+        return resize(x)
+    axis, scale = first + stretched[0], float(scales[stretched[0]])
+    pads = [0] * (2 * op.rank_of(x))
+    pads[op.rank_of(x) + axis] = math.ceil(1 / (scale - 1))  # (n + pad) * (scale - 1) >= 1
+    out = resize(op.Pad(x, op.constant(pads), mode="edge"))
+    grown = op.Mul(op.Cast(size(op, x, axis), to=D.DOUBLE), op.constant([scale], D.DOUBLE))
+    return op.Slice(out, op.constant([0]), op.Cast(grown, to=D.INT64), op.constant([axis]))
 
 
 # -- nearest ------------------------------------------------------------------------------
