@@ -11,7 +11,7 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._dims import INT64_MAX, expand_to, ints, normalize_dim, one_d, scalar_of, size, static_dims, to_dtype, widen
+from ._dims import INT64_MAX, expand_to, ints, normalize_dim, one_d, scalar_of, size, to_dtype, widen
 
 
 def _scatter(op, x, axis, index, updates, reduction="none"):
@@ -130,10 +130,6 @@ def select_scatter(op, self, src, dim, index):
 def slice_scatter(op, self, src, dim=0, start=None, end=None, step=1):
     rank = op.rank_of(self)
     axis = _axis(op, self, dim)
-    if 0 in static_dims(src):
-        # Nothing to write. (onnxruntime 1.32 fails on ScatterElements with the empty
-        # Expand of indices, with its graph optimizations on.)
-        return op.Identity(self)
     # The positions the slice covers, clamped exactly as Slice clamps them.
     n = op.Squeeze(size(op, self, axis), ints(op, [0]))
     positions = op.Range(op.constant(0, ir.DataType.INT64), n, op.constant(1, ir.DataType.INT64))
