@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import onnxruntime
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,6 +14,12 @@ from lambda_modules import Unary as Fn
 from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
+
+
+def indices(shape, low, high):
+    """int64 index tensors in ``[low, high]``, without edge values: torch rejects an index out
+    of range (onnxruntime too: ``test_an_index_out_of_range_is_an_error_at_run_time``)."""
+    return tensors(shape, torch.int64, low=low, high=high, edge_values=False)
 
 
 @st.composite
@@ -31,7 +39,7 @@ def advanced_indices(draw, shape, allow_bool=True):
         if d in chosen:
             n = shape[d]
             sub = broadcast[draw(st.integers(0, len(broadcast) - 1)) :]
-            entries.append(draw(tensors(tuple(sub), torch.int64, low=-n, high=n - 1)))
+            entries.append(draw(indices(tuple(sub), -n, n - 1)))
         else:
             entries.append(slice(None))
     while entries and isinstance(entries[-1], slice):
@@ -57,7 +65,7 @@ def test_index(data, x):
 
 @given(x=tensors(shapes(min_rank=2, max_rank=3, max_side=4), DTYPES), data=st.data())
 def test_unsafe_index(x, data):
-    i = data.draw(tensors((3,), torch.int64, low=0, high=x.shape[1] - 1))
+    i = data.draw(indices((3,), 0, x.shape[1] - 1))
     model = Fn2(lambda t, idx: torch.ops.aten._unsafe_index(t, [None, idx]))
     assert_exports_like_eager(model, (x, i), expect_ops=["aten::_unsafe_index"])
 
@@ -129,7 +137,7 @@ def test_index_select(data, x):
     d = data.draw(dims(x.dim()))
     n = x.shape[d] if x.dim() else 1
     index_shapes = [(), (0,), (1,), (5,)] if x.dim() else [(), (1,)]
-    i = data.draw(tensors(data.draw(st.sampled_from(index_shapes)), torch.int64, low=0, high=n - 1))
+    i = data.draw(indices(data.draw(st.sampled_from(index_shapes)), 0, n - 1))
     assert_exports_like_eager(Fn2(lambda t, i: t.index_select(d, i)), (x, i), expect_ops=["aten::index_select"])
 
 
@@ -139,7 +147,7 @@ def test_gather(data, x):
     # torch lets the index be smaller than self on every dim.
     shape = tuple(data.draw(st.integers(0, n)) for n in x.shape)
     n = x.shape[d] if x.dim() else 1
-    i = data.draw(tensors(shape, torch.int64, low=0, high=n - 1))
+    i = data.draw(indices(shape, 0, n - 1))
     assert_exports_like_eager(Fn2(lambda t, i: t.gather(d, i)), (x, i), expect_ops=["aten::gather"])
 
 
@@ -148,7 +156,7 @@ def test_gather(data, x):
     w=tensors(shapes(min_rank=2, max_rank=2, max_side=5), st.sampled_from([torch.float32, torch.float16])),
 )
 def test_embedding(data, w):
-    ids = data.draw(tensors(shapes(max_rank=3, max_side=3), torch.int64, low=0, high=w.shape[0] - 1))
+    ids = data.draw(indices(shapes(max_rank=3, max_side=3), 0, w.shape[0] - 1))
     model = Fn2(lambda i, weight: torch.nn.functional.embedding(i, weight, padding_idx=0))
     assert_exports_like_eager(model, (ids, w), expect_ops=["aten::embedding"])
 
@@ -156,3 +164,34 @@ def test_embedding(data, w):
 @given(x=tensors(shapes(max_rank=4, min_side=0, max_side=3), DTYPES, low=-1, high=1))
 def test_nonzero(x):
     assert_exports_like_eager(Fn(torch.nonzero), (x,), expect_ops=["aten::nonzero"])
+
+
+OUT_OF_RANGE = {
+    "index_select": lambda t, i: t.index_select(0, i),
+    "gather": lambda t, i: t.gather(0, i.reshape(1, 1).expand(1, 4)),
+    "embedding": lambda t, i: torch.nn.functional.embedding(i, t),
+    "index": lambda t, i: t[i],
+    "index_put": lambda t, i: t.index_put([i], torch.tensor(1.0)),
+    "scatter": lambda t, i: t.scatter(0, i.reshape(1, 1).expand(1, 4), 1.0),
+    "scatter_add": lambda t, i: t.scatter_add(0, i.reshape(1, 1).expand(1, 4), t),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUT_OF_RANGE))
+@pytest.mark.parametrize("bad", [3, -4, 2**62, -(2**63)])
+def test_an_index_out_of_range_is_an_error_at_run_time(name, bad):
+    # torch raises for an index outside [-n, n): the exported model never reads past the
+    # data silently, onnxruntime's Gather/Scatter kernels stop with an error. (A negative
+    # index in [-n, 0) counts from the end in ONNX; gather, index_select, embedding and
+    # scatter raise for it in torch, so the model reads what torch refuses to.)
+    model = Fn2(OUT_OF_RANGE[name])
+    x, good = torch.randn(3, 4), torch.tensor([1])
+    result = assert_exports_like_eager(model, (x, good))
+    with pytest.raises((IndexError, RuntimeError)):
+        model(x, torch.tensor([bad]))
+    ort_errors = (
+        onnxruntime.capi.onnxruntime_pybind11_state.Fail,
+        onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument,
+    )
+    with pytest.raises(ort_errors, match=r"(?i)out of range|out of data bounds|invalid ind"):
+        result.run(x, torch.tensor([bad]))

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_modules import Unary as Call
-from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
-BATCH = ({0: torch.export.Dim("batch")},)
-
-
-def _other_batch(x):
-    return [((torch.cat([x, x[:1]]),), {})]
+# Averages of mixed-sign values: torch adds a window's values in one order, onnxruntime's
+# kernels (and the adaptive pooling's mean of per-dim means) in another. Near the dtype's
+# limit a partial sum overflows in one order only, and cancelling large values leave a
+# rounding error beyond the output's tolerance: averaging tests draw moderate values
+# (NaN, inf, zeros and subnormals still, whose sums no order changes).
+MODERATE = {"low": -3, "high": 3, "edge_values": ("nan", "inf", "zero", "subnormal")}
 
 
 @st.composite
@@ -30,13 +29,17 @@ def windows(draw, spatial, dilation=True):
 
 
 def _distinct(draw, shape, dtype):
-    # Distinct values (exact in float16 too), so the position of each max is unique.
+    # Distinct values (exact in float16 too), so the position of each max is unique, but for
+    # some NaN and infinities: torch's index is the window's last NaN, else its first max.
     n = 1
     for s in shape:
         n *= s
-    seed = draw(st.integers(0, 2**31 - 1))
-    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
-    return (perm.reshape(shape).to(torch.float64) - n / 2).to(dtype)
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    values = torch.randperm(n, generator=generator).reshape(shape).to(torch.float64) - n / 2
+    edges = draw(st.lists(st.sampled_from([float("nan"), float("inf"), -float("inf")]), max_size=n))
+    positions = torch.randperm(n, generator=generator)[: len(edges)]
+    values.view(-1)[positions] = torch.tensor(edges, dtype=torch.float64)
+    return values.to(dtype)
 
 
 @given(data=st.data(), spatial=st.integers(1, 3), dtype=dtypes(("float32", "float16", "float64", "bfloat16")))
@@ -45,9 +48,7 @@ def test_max_pool(data, spatial, dtype):
     x = data.draw(tensors((2, 2, *sizes), dtype))
     fn = [F.max_pool1d, F.max_pool2d, F.max_pool3d][spatial - 1]
     model = Call(lambda x: fn(x, kernel, stride, padding, dilation, ceil_mode))
-    assert_exports_like_eager(
-        model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), expect_ops=[f"aten::max_pool{spatial}d"]
-    )
+    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::max_pool{spatial}d"])
 
 
 @given(
@@ -72,27 +73,26 @@ def test_avg_pool(data, spatial, dtype, count_include_pad):
     kernel, stride, padding, _, sizes, ceil_mode = data.draw(windows(spatial, dilation=False))
     if spatial == 3:
         dtype = torch.float32  # torch's avg_pool3d has no float16/bfloat16 CPU kernel
-    x = data.draw(tensors((2, 2, *sizes), dtype))
+    x = data.draw(tensors((2, 2, *sizes), dtype, **MODERATE))
     fn = [F.avg_pool1d, F.avg_pool2d, F.avg_pool3d][spatial - 1]
     model = Call(lambda x: fn(x, kernel, stride, padding, ceil_mode, count_include_pad))
-    assert_exports_like_eager(
-        model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), expect_ops=[f"aten::avg_pool{spatial}d"]
-    )
+    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::avg_pool{spatial}d"])
 
 
 @given(data=st.data(), spatial=st.integers(2, 3), divisor=st.integers(1, 5))
 def test_avg_pool_divisor_override(data, spatial, divisor):
-    kernel, stride, padding, _, sizes, _ = data.draw(windows(spatial, dilation=False))
-    x = data.draw(tensors((1, 2, *sizes), torch.float32))
+    kernel, stride, padding, _, sizes, ceil_mode = data.draw(windows(spatial, dilation=False))
+    x = data.draw(tensors((1, 2, *sizes), torch.float32, **MODERATE))
     fn = [F.avg_pool2d, F.avg_pool3d][spatial - 2]
-    model = Call(lambda x: fn(x, kernel, stride, padding, False, True, divisor))
+    model = Call(lambda x: fn(x, kernel, stride, padding, ceil_mode, True, divisor))
     assert_exports_like_eager(model, (x,), expect_ops=[f"aten::avg_pool{spatial}d"])
 
 
-def test_avg_pool_divisor_override_with_partial_ceil_window_is_an_error():
+def test_avg_pool_divisor_override_with_a_partial_ceil_window():
+    # The last window of 5 (kernel 2, stride 2, ceil_mode) holds one element: its sum is
+    # divided by 3 too, not by the 1 that AveragePool counts.
     model = Call(lambda x: F.avg_pool2d(x, 2, 2, 0, True, True, 3))
-    with pytest.raises(UnsupportedArgumentError, match="fixed divisor"):
-        assert_exports_like_eager(model, (torch.randn(1, 1, 5, 5),))
+    assert_exports_like_eager(model, (torch.randn(1, 1, 5, 5),), expect_ops=["aten::avg_pool2d"])
 
 
 @given(
@@ -104,9 +104,7 @@ def test_avg_pool_divisor_override_with_partial_ceil_window_is_an_error():
 def test_adaptive_avg_pool(data, spatial, dtype, core):
     sizes = [data.draw(st.integers(1, 7)) for _ in range(spatial)]
     outputs = [data.draw(st.sampled_from([1, s, max(s // 2, 1), data.draw(st.integers(1, 5))])) for s in sizes]
-    if dtype == torch.float64 and all(s % o == 0 for s, o in zip(sizes, outputs)):
-        dtype = torch.float32  # onnxruntime has no float64 AveragePool (used for even bins)
-    x = data.draw(tensors((2, 2, *sizes), dtype))
+    x = data.draw(tensors((2, 2, *sizes), dtype, **MODERATE))
     if core and spatial > 1:
         fn = [torch.ops.aten._adaptive_avg_pool2d, torch.ops.aten._adaptive_avg_pool3d][spatial - 2]
         expected = f"aten::_adaptive_avg_pool{spatial}d"
@@ -114,7 +112,7 @@ def test_adaptive_avg_pool(data, spatial, dtype, core):
         fn = [F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d][spatial - 1]
         expected = f"aten::adaptive_avg_pool{spatial}d"
     model = Call(lambda x: fn(x, outputs))
-    assert_exports_like_eager(model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), expect_ops=[expected])
+    assert_exports_like_eager(model, (x,), expect_ops=[expected])
 
 
 def test_pooling_at_opset_18():

@@ -54,6 +54,15 @@ def test_expand_as(x):
     assert_exports_like_eager(Fn(lambda t: t[:1].expand_as(t)), (x,), expect_ops=["aten::expand_as"])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_expand_to_an_empty_size(dtype):
+    # onnxruntime 1.32 takes an Expand of size-1 dims to a shape holding 0 for a no-op
+    # (here behind bfloat16's casts): the converter must still give an empty result.
+    model = Fn2(lambda t, s: (t.expand(-1, 0), t.expand(2, 0, 1), torch.slice_scatter(s, s[:, :0], 1, 0, 0)))
+    x, s = torch.ones(1, 1, dtype=dtype), torch.randn(3, 2).to(dtype)
+    assert_exports_like_eager(model, (x, s), expect_ops=["aten::expand", "aten::slice_scatter"])
+
+
 def test_expand_to_a_dynamic_size():
     batch = torch.export.Dim("batch")
     model = Fn2(lambda t, y: t.expand(y.shape[0], -1))
@@ -196,6 +205,20 @@ def test_as_strided(x, data):
         stride = [0] * len(size)
     assert_exports_like_eager(
         Fn(lambda t: torch.as_strided(t, size, stride, offset)), (x,), expect_ops=["aten::as_strided"]
+    )
+
+
+def test_as_strided_with_symbolic_sizes_and_offset():
+    # A window per row start, sized and offset by the input's dynamic dims.
+    model = Fn(lambda t: torch.as_strided(t, (t.shape[0] - 1, t.shape[1]), (t.shape[1], 1), t.shape[1]))
+    # rows >= 3: torch specializes a size of 1 (here rows - 1).
+    rows, cols = torch.export.Dim("rows", min=3), torch.export.Dim("cols", min=2)
+    assert_exports_like_eager(
+        model,
+        (torch.randn(3, 4),),
+        dynamic_shapes=({0: rows, 1: cols},),
+        other_inputs=[((torch.randn(5, 2),), {}), ((torch.randn(3, 7),), {})],
+        expect_ops=["aten::as_strided"],
     )
 
 

@@ -101,6 +101,29 @@ def widen(op: Op, x: ir.Value, onnx_op: str) -> ir.Value:
     return x
 
 
+def known_values(shape: ir.Value) -> list[int] | None:
+    """The values of a 1-D INT64 ``shape`` when known at export: a constant, or the
+    ``Shape`` of a value whose sizes are all static."""
+    if shape.const_value is not None:
+        return [int(v) for v in shape.const_value.numpy().reshape(-1)]
+    node = shape.producer()
+    if node is None or node.op_type != "Shape" or node.inputs[0] is None or node.inputs[0].shape is None:
+        return None
+    dims = list(node.inputs[0].shape)
+    if not all(isinstance(d, int) for d in dims):
+        return None
+    start, end = node.attributes.get("start"), node.attributes.get("end")
+    return dims[slice(start.value if start else None, end.value if end else None)]
+
+
 def expand_to(op: Op, x: ir.Value, shape: ir.Value) -> ir.Value:
     """``Expand(x, shape)`` in ``x``'s dtype."""
+    target = known_values(shape)
+    if target is not None and 0 in target:
+        # An empty result. onnxruntime (1.32) drops an Expand of size-1 dims to a known
+        # shape holding 0 as if it did nothing: expand to 1 there, then cut to 0.
+        empty = [axis for axis, n in enumerate(target) if n == 0]
+        full = expand_to(op, x, ints(op, [1 if n == 0 else n for n in target]))
+        zeros = ints(op, [0] * len(empty))
+        return op.Slice(full, zeros, zeros, ints(op, [axis - len(target) for axis in empty]))
     return to_dtype(op, op.Expand(widen(op, x, "Expand"), shape), x.dtype)

@@ -5,6 +5,13 @@ Advanced indexing (``x[i, :, j]``) moves the indexed dims to the front, stacks t
 broadcast index tensors into one ``[..., k]`` tensor and uses ``GatherND``/``ScatterND``.
 Boolean masks become their ``NonZero`` coordinates. As in torch, the broadcast index
 dims replace the indexed dims in place when those are adjacent, and go first otherwise.
+
+Indices out of range: torch raises for an index outside [-n, n), and so does onnxruntime
+(Gather, GatherElements, GatherND and ScatterND stop with an error), so a model never reads
+past its data (``test_an_index_out_of_range_is_an_error_at_run_time``). One difference is
+left: index_select, gather and embedding (and scatter) raise for a negative index in
+torch, where ONNX counts it from the end; rejecting it in the graph would cost a
+comparison over the index tensor on every run.
 """
 
 from __future__ import annotations

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOAT32_16, FLOATS, as_dtype, batched, compute, int_list, kernel_dtype
+from ._common import FLOAT32_16, FLOATS, D, as_dtype, batched, compute, int_list, kernel_dtype
+from ._dims import size, static_dims
 
 
 def _spatial(op):
@@ -28,12 +27,27 @@ def _window(op, kernel_size, stride, padding, dilation=1):
     }
 
 
+def _max_pool(op, x, attrs):
+    """``MaxPool`` with torch's NaN and -inf: a window holding a NaN gives NaN, one of only -inf gives -inf.
+
+    onnxruntime's MaxPool skips NaN, and its float32 kernel gives the lowest finite value
+    for a window of -inf (onnxruntime 1.32). A second MaxPool of a code per element (2: NaN,
+    1: anything else, 0: -inf) says which windows torch fills with NaN or -inf.
+    """
+    out = op.MaxPool(x, **attrs)
+    zero, one, two = (op.constant(v, x.dtype) for v in (0.0, 1.0, 2.0))
+    code = op.Where(op.IsNaN(x), two, op.Where(op.IsInf(x, detect_positive=0), zero, one))
+    window = op.MaxPool(code, **attrs)
+    out = op.Where(op.Less(window, one), op.constant(float("-inf"), x.dtype), out)
+    return op.Where(op.Greater(window, one), op.constant(float("nan"), x.dtype), out)
+
+
 @converter("aten::max_pool1d.default", "aten::max_pool2d.default", "aten::max_pool3d.default")
 def max_pool(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     spatial, attrs = _window(op, kernel_size, stride, padding, dilation)
     attrs["ceil_mode"] = int(ceil_mode)
     return compute(
-        op, lambda x: batched(op, x, spatial, lambda xb: op.MaxPool(xb, **attrs)), [self], op.output_dtype, FLOATS
+        op, lambda x: batched(op, x, spatial, lambda xb: _max_pool(op, xb, attrs)), [self], op.output_dtype, FLOATS
     )
 
 
@@ -45,7 +59,18 @@ def max_pool_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=
     def pool(x):
         out, flat = op.MaxPool(x, _outputs=2, **attrs)
         # ONNX numbers indices over the whole tensor, torch within each (batch, channel) plane.
-        return out, op.Mod(flat, op.ReduceProd(op.Shape(x, start=-spatial), keepdims=1))
+        plane = op.Shape(x, start=-spatial)
+        index = op.Mod(flat, op.ReduceProd(plane, keepdims=1))
+        # torch gives a window holding a NaN the value NaN and the index of its last NaN
+        # (onnxruntime skips NaN): the largest position of a NaN in the window, pooled exactly
+        # as float64, else -1.
+        count = op.ReduceProd(plane, keepdims=0)
+        positions = op.Reshape(op.Range(op.constant(0), count, op.constant(1)), plane)
+        nan_at = op.Where(op.IsNaN(x), op.Cast(positions, to=D.DOUBLE), op.constant(-1.0, D.DOUBLE))
+        last_nan = op.MaxPool(nan_at, **attrs)
+        has_nan = op.GreaterOrEqual(last_nan, op.constant(0.0, D.DOUBLE))
+        out = op.Where(has_nan, op.constant(float("nan"), x.dtype), out)
+        return out, op.Where(has_nan, op.Cast(last_nan, to=D.INT64), index)
 
     # bfloat16 is pooled in float32: exact, a max only picks.
     dtype = op.output_dtype
@@ -62,32 +87,42 @@ def avg_pool(
     del attrs["dilations"]
     attrs |= {"ceil_mode": int(ceil_mode), "count_include_pad": int(count_include_pad)}
     if divisor_override is not None:
-        _check_full_windows(op, self, spatial, attrs, ceil_mode)
         attrs["count_include_pad"] = 1
-    kernel = math.prod(attrs["kernel_shape"])
 
     def pool(x):
         out = op.AveragePool(x, **attrs)
         if divisor_override is None:
             return out
-        # Every window holds the whole kernel (padding counted), so sum = mean * kernel size.
-        return op.Mul(out, op.constant(kernel / divisor_override, x.dtype))
+        # torch divides the window's sum by the divisor; AveragePool divided it by the
+        # window's positions in the padded input (fewer for a ceil_mode window that sticks out).
+        counts = _padded_window_counts(op, x, out, spatial, attrs)
+        return op.Mul(out, op.Div(op.Cast(counts, to=x.dtype), op.constant(float(divisor_override), x.dtype)))
 
     return compute(op, lambda x: batched(op, x, spatial, pool), [self], op.output_dtype, FLOAT32_16)
 
 
-def _check_full_windows(op, self, spatial, attrs, ceil_mode):
-    if not ceil_mode:
-        return
-    sizes = list(self.shape)[-spatial:]
-    for size, k, s, p in zip(sizes, attrs["kernel_shape"], attrs["strides"], attrs["pads"]):
-        if not isinstance(size, int) or (size + 2 * p - k) % s != 0:
-            raise op.unsupported(
-                "divisor_override",
-                None,
-                "with ceil_mode, a last window that sticks out of the padded input sums fewer elements "
-                "than the kernel holds; ONNX AveragePool cannot divide that sum by a fixed divisor",
-            )
+def _padded_window_counts(op, x, pooled, spatial, attrs):
+    """How many positions of the padded input each window covers, broadcast over the spatial dims.
+
+    A window starts at ``i * stride - pad`` and ends at ``min(start + kernel, size + pad)``:
+    constants for static sizes, else computed from ``Shape``.
+    """
+    rank = op.rank_of(x)
+    counts = None
+    for j, (k, s, p) in enumerate(zip(attrs["kernel_shape"], attrs["strides"], attrs["pads"])):
+        axis = rank - spatial + j
+        n, out = static_dims(x)[axis], static_dims(pooled)[axis] if pooled.shape is not None else None
+        trailing = [1] * (spatial - 1 - j)
+        if n is not None and out is not None:
+            starts = np.arange(out) * s - p
+            dim = op.constant((np.minimum(starts + k, n + p) - starts).reshape([out, *trailing]))
+        else:
+            bins = op.Range(op.constant(0), op.Squeeze(op.Shape(pooled, start=axis, end=axis + 1)), op.constant(1))
+            starts = op.Sub(op.Mul(bins, op.constant(s)), op.constant(p))
+            ends = op.Min(op.Add(starts, op.constant(k)), op.Add(size(op, x, axis), op.constant([p])))
+            dim = op.Reshape(op.Sub(ends, starts), op.constant([-1, *trailing]))
+        counts = dim if counts is None else op.Mul(counts, dim)
+    return counts
 
 
 def _bins(size, out):
@@ -99,6 +134,56 @@ def _bins(size, out):
     return matrix
 
 
+#: torch's adaptive average pooling adds float16 and bfloat16 in float32: so does the model.
+_ACCUMULATE = frozenset({D.FLOAT, D.DOUBLE})
+
+
+def _bin_layout(op, n, out):
+    """Where torch's adaptive bins lie along a dim of size ``n`` cut into ``out`` bins.
+
+    Bin i averages ``input[floor(i*n/out) : ceil((i+1)*n/out)]``. Returns
+    ``(index, inside, count)``: ``index`` (out, w) the positions each bin reads (w = the
+    widest bin; a narrower bin repeats its last position), ``inside`` (out, w) which of them
+    are its own, ``count`` (out,) its size. Constants for a static size, else computed
+    from the symbolic one.
+    """
+    if isinstance(n, int) and isinstance(out, int):
+        starts = np.array([(i * n) // out for i in range(out)])
+        ends = np.array([-((-(i + 1) * n) // out) for i in range(out)])
+        slot = starts[:, None] + np.arange(int((ends - starts).max()))[None, :]
+        index = np.minimum(slot, ends[:, None] - 1)
+        return op.constant(index.astype(np.int64)), op.constant(slot < ends[:, None]), op.constant(ends - starts)
+    size_1d, out_1d = op.shape_tensor([n]), op.shape_tensor([out])
+    one = op.constant([1])
+    bins = op.Range(op.constant(0), op.Squeeze(out_1d), op.constant(1))
+    starts = op.Div(op.Mul(bins, size_1d), out_1d)
+    ends = op.Div(op.Add(op.Mul(op.Add(bins, one), size_1d), op.Sub(out_1d, one)), out_1d)
+    count = op.Sub(ends, starts)
+    width = op.ReduceMax(count, keepdims=0)
+    slot = op.Add(
+        op.Unsqueeze(starts, one), op.Unsqueeze(op.Range(op.constant(0), width, op.constant(1)), op.constant([0]))
+    )
+    last = op.Unsqueeze(op.Sub(ends, one), one)
+    return op.Min(slot, last), op.LessOrEqual(slot, last), count
+
+
+def _adaptive_mean(op, x, axis, n, out):
+    """The mean of every adaptive bin along ``axis`` (negative: counted from the end).
+
+    Bins of unequal sizes overlap, so no pooling window reads them: each bin gathers its
+    positions, zeroes those of its wider neighbours (a Where, so a NaN or inf outside the
+    bin stays out) and sums them.
+    """
+    index, inside, count = _bin_layout(op, n, out)
+    after = list(range(1, -axis))  # the dims after ``axis``: the masks broadcast over them
+    if after:
+        inside = op.Unsqueeze(inside, op.constant([a + 1 for a in after]))
+        count = op.Unsqueeze(count, op.constant(after))
+    gathered = op.Gather(x, index, axis=axis)
+    summed = op.ReduceSum(op.Where(inside, gathered, op.constant(0.0, x.dtype)), op.constant([axis]), keepdims=0)
+    return op.Div(summed, op.Cast(count, to=x.dtype))
+
+
 @converter(
     "aten::adaptive_avg_pool1d.default",
     "aten::adaptive_avg_pool2d.default",
@@ -108,15 +193,15 @@ def _bins(size, out):
 )
 def adaptive_avg_pool(op, self, output_size):
     spatial = _spatial(op)
-    outputs = int_list(output_size, spatial)
-    sizes = list(self.shape)[-spatial:]
-    if all(o == 1 for o in outputs):
-        return compute(op, lambda x: batched(op, x, spatial, op.GlobalAveragePool), [self], op.output_dtype, FLOAT32_16)
-    if not all(isinstance(s, int) for s in sizes):
-        raise op.unsupported(
-            "self", "symbolic spatial size", "adaptive pooling to a size other than 1 needs static input sizes"
-        )
-    if all(s % o == 0 for s, o in zip(sizes, outputs)):
+    outputs = [output_size] if not isinstance(output_size, (list, tuple)) else list(output_size)
+    outputs = outputs * spatial if len(outputs) == 1 else outputs
+    sizes = static_dims(self)[-spatial:]
+    if all(isinstance(o, int) and o == 1 for o in outputs):
+        axes = op.constant(list(range(-spatial, 0)))
+        return compute(op, lambda x: op.ReduceMean(x, axes, keepdims=1), [self], op.output_dtype, _ACCUMULATE)
+    static = all(isinstance(v, int) for v in (*sizes, *outputs))
+    if static and all(s % o == 0 for s, o in zip(sizes, outputs)) and op.output_dtype != D.DOUBLE:
+        # Equal bins side by side: one AveragePool (onnxruntime has none for float64).
         kernel = [s // o for s, o in zip(sizes, outputs)]
         attrs = {"kernel_shape": kernel, "strides": kernel}
         return compute(
@@ -124,15 +209,12 @@ def adaptive_avg_pool(op, self, output_size):
             lambda x: batched(op, x, spatial, lambda xb: op.AveragePool(xb, **attrs)),
             [self],
             op.output_dtype,
-            FLOAT32_16,
+            _ACCUMULATE,
         )
-    # Overlapping bins of unequal sizes: one Einsum with torch's averaging matrix per dim.
-    letters = "dhw"[-spatial:]
-    outs = "pqr"[-spatial:]
-    equation = f"...{letters}," + ",".join(f"{o}{i}" for o, i in zip(outs, letters)) + f"->...{outs}"
 
     def pool(x):
-        matrices = [op.constant(_bins(s, o).astype(x.dtype.numpy())) for s, o in zip(sizes, outputs)]
-        return op.Einsum(x, *matrices, equation=equation)
+        for axis, (n, out) in enumerate(zip(sizes, outputs), start=-spatial):
+            x = _adaptive_mean(op, x, axis, size(op, x, axis) if n is None else n, out)
+        return x
 
-    return compute(op, pool, [self], op.output_dtype, FLOATS)
+    return compute(op, pool, [self], op.output_dtype, _ACCUMULATE)

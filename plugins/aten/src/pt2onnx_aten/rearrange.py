@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import onnx_ir as ir
 
 from pt2onnx.plugin import converter
@@ -28,7 +30,8 @@ def _roll_axis(op, x, shift, axis):
         cut = ints(op, [n - shift % n])
     else:
         n_1d = size(op, x, axis)
-        cut = op.Sub(n_1d, op.Mod(ints(op, [shift]), n_1d))
+        # An empty dim rolls to itself; Max keeps its modulus from being 0 (onnxruntime fails on it).
+        cut = op.Sub(n_1d, op.Mod(ints(op, [shift]), op.Max(n_1d, ints(op, [1]))))
     axes = ints(op, [axis])
     tail = op.Slice(x, cut, ints(op, [INT64_MAX]), axes)
     head = op.Slice(x, ints(op, [0]), cut, axes)
@@ -40,7 +43,9 @@ def roll(op, self, shifts, dims=()):
     rank = op.rank_of(self)
     if not dims:
         # Without dims torch rolls the flattened tensor.
-        flat = op.Reshape(self, ints(op, [-1]))
+        sizes = static_dims(self)
+        numel = None if None in sizes else math.prod(sizes)
+        flat = op.Reshape(self, ints(op, [-1 if numel is None else numel]))
         return op.Reshape(_roll_axis(op, flat, shifts[0], 0), op.Shape(self), allowzero=1)
     out = self
     for shift, dim in zip(shifts, dims):

@@ -2,51 +2,193 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOAT32_16, FLOATS, batched, compute, int_list
+from ._common import FLOAT32_16, FLOATS, D, batched, compute, int_list
+from ._dims import size, static_dims
 
 _LINEAR = {"mode": "linear"}
 _CUBIC = {"mode": "cubic", "cubic_coeff_a": -0.75}
 
 
-def _resize(op, input, spatial, output_size, scales, attrs, align_corners=None):
-    """Resize the last ``spatial`` dims to ``output_size`` or by ``scales`` (torch's mapping)."""
-    attrs = dict(attrs)
-    if align_corners is not None:
-        # torch's linear/cubic map (dst + 0.5) / scale - 0.5 (half_pixel), or the corner pixels.
-        attrs["coordinate_transformation_mode"] = "align_corners" if align_corners else "half_pixel"
-    else:
-        # torch's nearest takes floor(dst / scale): ONNX asymmetric + floor.
-        attrs |= {"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
-    sizes = None if output_size is None else list(output_size)
-    if scales is not None and all(s is not None for s in scales):
-        factors = [float(s) for s in scales]
-        # torch maps coordinates with the given scales; its sizes are floor(in * scale).
-        if sizes is not None and not _sizes_follow(input, spatial, sizes, factors):
+def _input_meta(op):
+    return op.node.args[0].meta["val"]
+
+
+def _follows(op, spatial, scales):
+    """Whether torch's output sizes are ``trunc(in * scale)``, as ONNX Resize makes them from scales."""
+    inputs, outputs = _input_meta(op).shape[-spatial:], op.output_meta.shape[-spatial:]
+    for i, o, f in zip(inputs, outputs, scales):
+        expected = [torch.sym_int(torch.sym_float(i) * f)]
+        if float(f).is_integer():
+            expected.append(i * int(f))  # how torch writes an integer scale's size
+        if not any(statically_known_true(o == e) for e in expected):
+            return False
+    return True
+
+
+def _scales(op, x, spatial, scales, copies=False):
+    """The Resize ``scales`` input: 1 for the leading dims, then torch's scale factors.
+
+    With ``copies`` (torch's linear kernels), a dim whose size the scale leaves unchanged
+    (a scale in (1, 2) and a small size) is copied whatever the scale: its factor is 1,
+    decided when the model runs for a symbolic size.
+    """
+    first = op.rank_of(x) - spatial
+    parts, run = [], [1.0] * first
+    for axis, f in enumerate((float(s) for s in scales), start=first):
+        n = static_dims(x)[axis]
+        if copies and 1 < f < 2 and n is None:
+            n_1d = size(op, x, axis)
+            out = op.Cast(op.Mul(op.Cast(n_1d, to=D.DOUBLE), op.constant([f], D.DOUBLE)), to=D.INT64)
+            if run:
+                parts.append(op.constant(np.array(run, dtype=np.float32)))
+                run = []
+            parts.append(op.Where(op.Equal(out, n_1d), op.constant([1.0], D.FLOAT), op.constant([f], D.FLOAT)))
+            continue
+        run.append(1.0 if copies and n is not None and int(n * f) == n else f)
+    if run:
+        parts.append(op.constant(np.array(run, dtype=np.float32)))
+    return parts[0] if len(parts) == 1 else op.Concat(*parts, axis=0)
+
+
+def _sizes(op, x, spatial, output_size):
+    """The Resize ``sizes`` input: the leading dims kept, the spatial ones ``output_size``."""
+    return op.Concat(op.Shape(x, end=-spatial), op.shape_tensor(list(output_size)), axis=0)
+
+
+def _interpolating(op, spatial, output_size, scales, attrs, align_corners):
+    """torch's linear and cubic upsampling as one Resize (half_pixel or align_corners mapping)."""
+    attrs = {**attrs, "coordinate_transformation_mode": "align_corners" if align_corners else "half_pixel"}
+    # torch's linear kernels copy a dim whose size stays (its cubic kernel maps it by the scale).
+    copies = attrs["mode"] == "linear"
+    given = [s for s in scales or () if s is not None]
+    if given:
+        if len(given) == spatial and _follows(op, spatial, given):
+            if not copies and not align_corners:
+                return lambda x: _cubic_by_scales(op, x, spatial, given, attrs)
+            return lambda x: op.Resize(x, None, _scales(op, x, spatial, given, copies), **attrs)
+        if not align_corners:  # with align_corners torch maps by the sizes alone
             raise op.unsupported(
-                "scales", factors, "ONNX Resize cannot map coordinates by scales that disagree with output_size"
+                "scales",
+                list(scales),
+                "torch maps coordinates by these scales to output sizes that are not trunc(input size * scale); "
+                "ONNX Resize takes either scales or sizes",
+                hint="pass only output_size, or sizes that follow from the scales",
             )
-        scale_values = np.array([1.0] * (op.rank_of(input) - spatial) + factors, dtype=np.float32)
-        return lambda x: op.Resize(x, None, op.constant(scale_values), **attrs)
-    if sizes is None:
-        raise op.unsupported("output_size", None, "upsampling needs output_size or scale factors")
-
-    def to_sizes(x):
-        return op.Resize(x, None, None, op.Concat(op.Shape(x, end=-spatial), op.shape_tensor(sizes), axis=0), **attrs)
-
-    return to_sizes
+    return lambda x: op.Resize(x, None, None, _sizes(op, x, spatial, output_size), **attrs)
 
 
-def _sizes_follow(input, spatial, sizes, factors):
-    """Whether the given sizes are floor(in * scale) (symbolic sizes: assumed, as torch derived them)."""
-    inputs = list(input.shape)[-spatial:]
-    return all(
-        not (isinstance(i, int) and isinstance(o, int)) or int(np.floor(i * f)) == o
-        for i, o, f in zip(inputs, sizes, factors)
-    )
+def _cubic_by_scales(op, x, spatial, scales, attrs):
+    """Resize by ``scales`` (cubic): torch maps by the scale also where no size changes.
+
+    onnxruntime's Resize copies its input when no size changes, whatever the scales: a
+    scale in (1, 2) on a small size (1.2 on 4 pixels) leaves the size, not the pixels, as
+    they are in torch. Then the first such dim is resized longer, by enough repeats of
+    its last pixel (which torch's clamped reads see) that its size grows, and cut back.
+    """
+    first = op.rank_of(x) - spatial
+    sizes = static_dims(x)[first:]
+    keep = [int(n * float(f)) == n if n is not None else None for n, f in zip(sizes, scales)]
+    stretched = [k for k, f in enumerate(scales) if 1 < float(f) < 2]
+    resize = lambda v: op.Resize(v, None, _scales(op, v, spatial, scales), **attrs)  # noqa: E731
+    if not stretched or False in keep:
+        return resize(x)
+    axis, scale = first + stretched[0], float(scales[stretched[0]])
+    pads = [0] * (2 * op.rank_of(x))
+    pads[op.rank_of(x) + axis] = math.ceil(1 / (scale - 1))  # (n + pad) * (scale - 1) >= 1
+    out = resize(op.Pad(x, op.constant(pads), mode="edge"))
+    grown = op.Mul(op.Cast(size(op, x, axis), to=D.DOUBLE), op.constant([scale], D.DOUBLE))
+    return op.Slice(out, op.constant([0]), op.Cast(grown, to=D.INT64), op.constant([axis]))
+
+
+# -- nearest ------------------------------------------------------------------------------
+#
+# torch's nearest reads input[min(floor(float32(dst) * float32(1 / scale)), in - 1)] (the
+# scale factor, or out/in in float32 when none is given); its 2-d kernel alone copies when
+# out == in and takes dst >> 1 when out == 2 * in, whatever the scale (torch 2.13: measured
+# for 1-, 2- and 3-d, contiguous and channels-last). ONNX Resize maps dst / scale instead:
+# the same index for an integer scale, often but not always otherwise (a scale of 1.2 on 4
+# pixels in 2-d: torch copies, Resize reads 0, 0, 1, 2). Resize is used where it reads what
+# torch reads; elsewhere each dim gathers torch's indices.
+
+
+def _nearest_index(n_in, n_out, scale, spatial):
+    """torch's source indices for static sizes (numpy, in torch's float32 arithmetic)."""
+    dst = np.arange(n_out)
+    if spatial == 2 and n_out == n_in:
+        return dst
+    if spatial == 2 and n_out == 2 * n_in:
+        return dst >> 1
+    step = np.float32(1.0 / scale) if scale else np.float32(n_in) / np.float32(n_out)
+    return np.minimum(np.floor(dst.astype(np.float32) * step).astype(np.int64), n_in - 1)
+
+
+def _resize_index(n_in, n_out):
+    """onnxruntime's source indices for Resize to ``n_out`` (nearest, asymmetric, floor)."""
+    scale = np.float32(n_out) / np.float32(n_in)
+    return np.minimum(np.floor(np.arange(n_out).astype(np.float32) / scale).astype(np.int64), n_in - 1)
+
+
+def _step(op, n_in, n_out, scale):
+    """torch's float32 step from an output index to its source: 1 / scale, else in / out."""
+    if scale:
+        return op.constant(np.float32(1.0 / scale))
+    return op.Div(op.Cast(n_in, to=D.FLOAT), op.Cast(n_out, to=D.FLOAT))
+
+
+def _nearest_index_value(op, n_in, n_out, scale, spatial):
+    """torch's source indices along one dim, computed from its symbolic sizes."""
+    f32, i64 = D.FLOAT, D.INT64
+    dst = op.Range(op.constant(0), op.Squeeze(n_out), op.constant(1))
+    step = _step(op, n_in, n_out, scale)
+    index = op.Min(op.Cast(op.Floor(op.Mul(op.Cast(dst, to=f32), step)), to=i64), op.Sub(n_in, op.constant([1])))
+    if spatial != 2:
+        return index
+    halved = op.Div(dst, op.constant(2))
+    twice = op.Equal(n_out, op.Mul(n_in, op.constant([2])))
+    return op.Where(op.Equal(n_out, n_in), dst, op.Where(twice, halved, index))
+
+
+def _nearest(op, x, spatial, output_size, scales):
+    """``x`` resampled like torch's nearest (see above) to ``output_size`` or by ``scales``."""
+    scales = list(scales) if scales is not None else [None] * spatial
+    in_sizes = static_dims(x)[-spatial:]
+    if output_size is not None:
+        out_sizes = list(output_size)
+    else:  # .vec with scale factors: torch's sizes are trunc(in * scale), in float64
+        out_sizes = [int(n * float(f)) if n is not None else None for n, f in zip(in_sizes, scales)]
+    first = op.rank_of(x) - spatial
+    # Resize copies exactly in float32 (bfloat16 through it); other dtypes gather.
+    resizable = x.dtype in (D.FLOAT, D.FLOAT16, D.BFLOAT16)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    if all(isinstance(n, int) for n in (*in_sizes, *out_sizes)):
+        indices = [_nearest_index(i, o, s, spatial) for i, o, s in zip(in_sizes, out_sizes, scales)]
+        if resizable and all(np.array_equal(t, _resize_index(i, o)) for t, i, o in zip(indices, in_sizes, out_sizes)):
+            return _run(op, x, lambda v: op.Resize(v, None, None, _sizes(op, v, spatial, out_sizes), **attrs))
+        for axis, (index, n_in) in enumerate(zip(indices, in_sizes), start=first):
+            if not np.array_equal(index, np.arange(n_in)):
+                x = op.Gather(x, op.constant(index), axis=axis)
+        return x
+    integers = all(s is not None and float(s).is_integer() and s >= 1 for s in scales)
+    if resizable and integers and (output_size is None or _follows(op, spatial, scales)):
+        # An integer scale k: out = k * in, and torch and Resize both read floor(dst / k).
+        return _run(op, x, lambda v: op.Resize(v, None, _scales(op, v, spatial, scales), **attrs))
+    source = x
+    for axis, scale in enumerate(scales, start=first):
+        in_1d = size(op, source, axis)
+        if output_size is not None:
+            out_1d = op.shape_tensor([output_size[axis - first]])
+        else:
+            out_1d = op.Cast(op.Mul(op.Cast(in_1d, to=D.DOUBLE), op.constant([float(scale)], D.DOUBLE)), to=D.INT64)
+        x = op.Gather(x, _nearest_index_value(op, in_1d, out_1d, scale, spatial), axis=axis)
+    return x
 
 
 def _run(op, input, emit):
@@ -56,24 +198,23 @@ def _run(op, input, emit):
 @converter("aten::upsample_nearest1d.vec", "aten::upsample_nearest2d.vec", "aten::upsample_nearest3d.vec")
 def upsample_nearest_vec(op, input, output_size, scale_factors):
     spatial = op.rank_of(input) - 2
-    return _run(op, input, _resize(op, input, spatial, output_size, scale_factors, {"mode": "nearest"}))
+    return _nearest(op, input, spatial, output_size, scale_factors)
 
 
 @converter("aten::upsample_linear1d.vec", "aten::upsample_bilinear2d.vec", "aten::upsample_trilinear3d.vec")
 def upsample_linear_vec(op, input, output_size, align_corners, scale_factors):
     spatial = op.rank_of(input) - 2
-    return _run(op, input, _resize(op, input, spatial, output_size, scale_factors, _LINEAR, align_corners))
+    return _run(op, input, _interpolating(op, spatial, output_size, scale_factors, _LINEAR, align_corners))
 
 
 @converter("aten::upsample_bicubic2d.vec")
 def upsample_bicubic_vec(op, input, output_size, align_corners, scale_factors):
-    return _run(op, input, _resize(op, input, 2, output_size, scale_factors, _CUBIC, align_corners))
+    return _run(op, input, _interpolating(op, 2, output_size, scale_factors, _CUBIC, align_corners))
 
 
 @converter("aten::upsample_nearest1d.default", "aten::upsample_nearest2d.default", "aten::upsample_nearest3d.default")
 def upsample_nearest(op, self, output_size, *scales):
-    spatial = op.rank_of(self) - 2
-    return _run(op, self, _resize(op, self, spatial, output_size, list(scales) or None, {"mode": "nearest"}))
+    return _nearest(op, self, op.rank_of(self) - 2, output_size, list(scales) or None)
 
 
 @converter(
@@ -85,7 +226,7 @@ def upsample_nearest(op, self, output_size, *scales):
 def upsample_interpolating(op, self, output_size, align_corners, *scales):
     spatial = op.rank_of(self) - 2
     attrs = _CUBIC if "bicubic" in op.node.target._schema.name else _LINEAR
-    return _run(op, self, _resize(op, self, spatial, output_size, list(scales) or None, attrs, align_corners))
+    return _run(op, self, _interpolating(op, spatial, output_size, list(scales) or None, attrs, align_corners))
 
 
 # -- pixel (un)shuffle -----------------------------------------------------------------
@@ -145,7 +286,9 @@ def grid_sampler(op, input, grid, interpolation_mode, padding_mode, align_corner
         "padding_mode": _PADDING[padding_mode],
         "align_corners": int(align_corners),
     }
-    kernels = FLOATS if op.opset >= 20 else FLOAT32_16  # GridSample-16 has no float64 kernel
+    # torch samples float16 in float32 (a coordinate rounded to float16 may pick another
+    # pixel); GridSample-16 has no float64 kernel.
+    kernels = frozenset({D.FLOAT, D.DOUBLE} if op.opset >= 20 else {D.FLOAT})
     return compute(op, lambda x, g: op.GridSample(x, g, **attrs), [input, grid], op.output_dtype, kernels)
 
 

@@ -1,4 +1,8 @@
-"""Scattering: scatter, scatter_add, scatter_reduce, select_scatter, slice_scatter, masked_scatter."""
+"""Scattering: scatter, scatter_add, scatter_reduce, select_scatter, slice_scatter, masked_scatter.
+
+An index outside [-n, n) stops onnxruntime's ScatterElements with an error, as torch
+raises; a negative index, which torch rejects, counts from the end (see indexing.py).
+"""
 
 from __future__ import annotations
 
@@ -81,6 +85,8 @@ def scatter_reduce(op, self, dim, index, src, reduce, *, include_self=True):
         # Scattered positions start from the reduction's identity instead of self.
         fill = expand_to(op, scalar_of(op, _identity(self.dtype, reduce), self.dtype), op.Shape(index))
         data = _scatter(op, self, axis, index, fill)
+    if reduce in ("amax", "amin") and self.dtype.is_floating_point():
+        return _with_nans(op, data, axis, index, updates, _scatter(op, data, axis, index, updates, _REDUCTIONS[reduce]))
     if reduce != "mean":
         return _scatter(op, data, axis, index, updates, _REDUCTIONS[reduce])
     total = _scatter(op, data, axis, index, updates, "add")
@@ -96,6 +102,19 @@ def scatter_reduce(op, self, dim, index, src, reduce, *, include_self=True):
     wide_total = op.Cast(total, to=ir.DataType.INT64)
     floor = op.Div(op.Sub(wide_total, op.Mod(wide_total, count)), count)
     return op.Cast(floor, to=self.dtype)
+
+
+def _with_nans(op, data, axis, index, updates, reduced):
+    """``reduced`` with NaN wherever torch's amax/amin put one: where ``data`` or a NaN
+    update scattered there holds NaN (onnxruntime's max/min reduction may drop a NaN,
+    depending on the order it meets it)."""
+    f32 = ir.DataType.FLOAT
+    flags = op.Cast(op.IsNaN(updates), to=f32)
+    zeros = expand_to(op, op.constant(0.0, f32), op.Shape(data))
+    nan_update = op.Cast(_scatter(op, zeros, axis, index, flags, "max"), to=ir.DataType.BOOL)
+    wide = widen(op, reduced, "Where")
+    out = op.Where(op.Or(op.IsNaN(data), nan_update), op.constant(float("nan"), wide.dtype), wide)
+    return to_dtype(op, out, data.dtype)
 
 
 @converter("aten::select_scatter.default")

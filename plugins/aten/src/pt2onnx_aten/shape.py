@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import onnx_ir as ir
+import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from pt2onnx.plugin import converter
@@ -11,7 +13,15 @@ from pt2onnx.plugin import converter
 def view(op, self, size):
     # allowzero: a literal 0 means an empty dim in torch, "copy the input dim" in ONNX.
     allowzero = int(any(isinstance(s, int) and s == 0 for s in size))
-    return op.Reshape(self, op.shape_tensor(size), allowzero=allowzero)
+    out = op.Reshape(self, op.shape_tensor(size), allowzero=allowzero)
+    # A literal size of an input with symbolic sizes may have a symbolic size in torch's
+    # record (e.g. x_dim2 * ((x_dim0 * x_dim1) // 6) for 8): a roundabout form of the literal,
+    # which is what every input torch accepts gets (and Reshape fails where torch's view
+    # does). The literal is kept; the output claims no static size that torch does not.
+    recorded = op.output_meta.shape
+    if out.shape is not None and any(isinstance(t, torch.SymInt) for t in recorded):
+        out.shape = ir.Shape([None if isinstance(t, torch.SymInt) else d for d, t in zip(out.shape, recorded)])
+    return out
 
 
 @converter("aten::flatten.using_ints")

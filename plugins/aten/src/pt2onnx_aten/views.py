@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx_ir as ir
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from pt2onnx.plugin import converter
 
@@ -153,20 +154,28 @@ def diagonal(op, self, offset=0, dim1=0, dim2=1):
 @converter("aten::as_strided.default")
 def as_strided(op, self, size, stride, storage_offset=None):
     val = op.node.args[0].meta["val"]
-    static = all(isinstance(v, int) for v in (*size, *stride, storage_offset or 0, *val.shape))
-    if not static:
-        raise op.unsupported("size", size, "as_strided is expressible only with static sizes, strides and offset")
-    if not val.is_contiguous() or val.storage_offset() != 0:
+    contiguous, offset = val.is_contiguous(), val.storage_offset()
+    if not (statically_known_true(contiguous) and statically_known_true(offset == 0)):
         raise op.unsupported(
             "self",
-            f"strides {tuple(val.stride())}, offset {val.storage_offset()}",
+            f"strides {tuple(val.stride())}, offset {offset}",
             "as_strided reads the input's storage, which ONNX has only for a contiguous input",
         )
-    # The flat storage index of every output element.
-    index = np.full(tuple(size), storage_offset or 0, dtype=np.int64)
-    for axis, (n, s) in enumerate(zip(size, stride)):
-        shape = [1] * len(size)
-        shape[axis] = n
-        index = index + (np.arange(n, dtype=np.int64) * s).reshape(shape)
     flat = op.Reshape(self, ints(op, [-1]))
-    return op.Gather(flat, op.constant(index, ir.DataType.INT64), axis=0)
+    start = 0 if storage_offset is None else storage_offset
+    if all(isinstance(v, int) for v in (*size, *stride, start)):
+        # The flat storage index of every output element, as a constant.
+        index = np.full(tuple(size), start, dtype=np.int64)
+        for axis, (n, s) in enumerate(zip(size, stride)):
+            shape = [1] * len(size)
+            shape[axis] = n
+            index = index + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+        return op.Gather(flat, op.constant(index, ir.DataType.INT64), axis=0)
+    # Symbolic sizes, strides or offset: the same sum, from a Range over each dim.
+    index = op.Reshape(one_d(op, start), ints(op, [1] * len(size)))
+    for axis, (n, s) in enumerate(zip(size, stride)):
+        steps = op.Mul(op.Range(op.constant(0), op.Squeeze(one_d(op, n)), op.constant(1)), one_d(op, s))
+        shape = [1] * len(size)
+        shape[axis] = -1
+        index = op.Add(index, op.Reshape(steps, ints(op, shape)))
+    return op.Gather(flat, index, axis=0)
