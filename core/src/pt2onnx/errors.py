@@ -128,7 +128,10 @@ class DecompositionError(Pt2OnnxError):
 
 
 class UnsupportedOpsError(Pt2OnnxError):
-    """The graph holds ops no plugin converts; lists all of them at once with their counts."""
+    """The graph holds ops no plugin converts; lists all of them at once with their counts.
+
+    ``notes`` says per op whether torch has a decomposition for it and why it was not used.
+    """
 
     phase = "translate"
     DEFAULT_HINT = (
@@ -141,14 +144,18 @@ class UnsupportedOpsError(Pt2OnnxError):
         unsupported: dict[str, list[NodeLocation]],
         *,
         hint: str | None = None,
+        notes: dict[str, str] | None = None,
     ) -> None:
         self.unsupported = unsupported
+        self.notes = dict(notes or {})
         lines = [f"{len(unsupported)} op(s) in the graph have no converter:"]
         for op, locations in sorted(unsupported.items()):
             first = locations[0]
             where = f" (first at {first.source})" if first.source else ""
             module = f" in {first.module_path}" if first.module_path else ""
             lines.append(f"  - {op}: {len(locations)} node(s), e.g. {first.node}{module}{where}")
+            if op in self.notes:
+                lines.append(f"      decomposition: {self.notes[op]}")
         super().__init__(
             "\n".join(lines),
             hint=hint or self.DEFAULT_HINT,

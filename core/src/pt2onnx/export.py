@@ -17,6 +17,7 @@ from .assemble import assemble
 from .capture import as_module, capture
 from .decompose import Decomposed, decompose
 from .dynamic import AUTO, input_dim_names, resolve_dynamic_shapes, static_dims
+from .errors import UnsupportedOpsError
 from .module_functions import ModuleSelection, outline_modules
 from .opset import check_opset
 from .optimize import PassEffect, count_nodes, select_passes
@@ -161,7 +162,10 @@ def export(
         graph_module = program.graph_module
         if modules_as_functions:
             graph_module = outline_modules(graph_module, modules_as_functions)
-        translated = translator.translate_program(graph_module, on_node=advance)
+        try:
+            translated = translator.translate_program(graph_module, on_node=advance)
+        except UnsupportedOpsError as e:
+            raise decomposed.explain(e) from None
 
     with export_report.phase("assemble"), progress.phase("assemble"):
         onnx_model, layout = assemble(program, translated, target_opset)

@@ -1,0 +1,178 @@
+"""op_db's samples as exportable modules, and what one export of one sample came to.
+
+Shared by the OpInfo test module (``test_opinfo.py``) and the measurement beside
+torch.onnx (``benchmarks/opinfo_compare.py``), so both run exactly the same samples.
+
+A sample ``op(input, *args, **kwargs)`` becomes a module whose inputs are the sample's
+tensors (in pytree order) and whose constants are everything else, so the tensors
+are graph inputs with dynamic sizes where the op allows them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+__all__ = [
+    "Outcome",
+    "SampleModule",
+    "classify",
+    "eager_outcome",
+    "run_sample",
+    "op_id",
+    "opinfos",
+    "sample_inputs",
+    "sample_module",
+]
+
+
+@functools.cache
+def opinfos() -> dict[str, Any]:
+    """Every OpInfo of torch's op_db, by :func:`op_id`."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return {op_id(info): info for info in op_db}
+
+
+def op_id(info: Any) -> str:
+    """``name`` or ``name.variant`` (op_db's own test names)."""
+    return f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
+
+
+class SampleModule(torch.nn.Module):
+    """Calls ``fn`` on the sample's structure, with its tensor leaves taken from ``forward``'s inputs."""
+
+    def __init__(self, fn: Callable[..., Any], leaves: list[Any], spec: pytree.TreeSpec) -> None:
+        super().__init__()
+        self.fn = fn
+        self.constants = [None if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+        self.spec = spec
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        given = iter(tensors)
+        leaves = [next(given) if c is None else c for c in self.constants]
+        args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        return self.fn(*args, **kwargs)
+
+
+def sample_module(info: Any, sample: Any) -> tuple[SampleModule, tuple[torch.Tensor, ...]]:
+    """The module calling ``info``'s op on ``sample``, and its tensor inputs."""
+    structure = ((sample.input, *sample.args), dict(sample.kwargs))
+    leaves, spec = pytree.tree_flatten(structure)
+    leaves = [leaf.detach() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+    tensors = tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
+    return SampleModule(info.op, leaves, spec).eval(), tensors
+
+
+def sample_inputs(info: Any, dtype: torch.dtype, limit: int | None) -> Iterator[Any]:
+    """The first ``limit`` (all if None) samples of ``info`` for ``dtype`` on the CPU."""
+    torch.manual_seed(0)
+    for index, sample in enumerate(info.sample_inputs("cpu", dtype, requires_grad=False)):
+        if limit is not None and index >= limit:
+            return
+        yield sample
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What exporting one sample came to.
+
+    ``kind`` is one of:
+
+    * ``pass``: exported, ran in onnxruntime, matched eager;
+    * ``error``: export raised a documented pt2onnx error (``detail`` names its class);
+    * ``wrong``: exported and ran, but differs from eager (silently wrong);
+    * ``runtime``: exported, but onnxruntime failed to load or run it;
+    * ``crash``: the exporter failed with an exception that is not a pt2onnx error;
+    * ``random``: the op draws random numbers, so no export can equal eager;
+    * ``skip``: the sample cannot be a test (eager fails on it, or it returns no tensor).
+    """
+
+    kind: str
+    detail: str = ""
+    #: The ops the export converted (``aten::add.Tensor``), when it got that far.
+    converted: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "pass"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Bit for bit the same results (NaN equal to NaN)."""
+    try:
+        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+    except (AssertionError, TypeError, ValueError):
+        return False
+    return True
+
+
+def eager_outcome(module: SampleModule, tensors: tuple[torch.Tensor, ...]) -> Outcome | None:
+    """``skip`` or ``random`` when the sample cannot be compared with eager, else None."""
+    try:
+        with torch.no_grad():
+            torch.manual_seed(0)
+            first = module(*[t.clone() for t in tensors])
+            torch.manual_seed(1)
+            second = module(*[t.clone() for t in tensors])
+    except Exception as e:  # noqa: BLE001 - eager itself rejects the sample
+        return Outcome("skip", f"eager fails: {_first_line(e)}")
+    if not returns_tensors(first):
+        return Outcome("skip", f"returns no tensor: {type(first).__name__}")
+    if not _same(first, second):
+        return Outcome("random", "two eager runs differ: the op draws random numbers")
+    return None
+
+
+def run_sample(info: Any, sample: Any, check: Callable[..., Any]) -> Outcome:
+    """Export one sample with ``check(module, tensors)`` (which raises on failure) and classify it."""
+    module, tensors = sample_module(info, sample)
+    early = eager_outcome(module, tensors)
+    if early is not None:
+        return early
+    try:
+        result = check(module, tensors)
+    except Exception as e:  # noqa: BLE001 - every failure is an outcome to classify
+        return classify(e)
+    report = getattr(result, "report", None)
+    return Outcome("pass", converted=tuple(sorted({u.op for u in report.ops})) if report is not None else ())
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def classify(error: BaseException | None) -> Outcome:
+    """The outcome of an export whose check raised ``error`` (None: it passed)."""
+    from pt2onnx.errors import Pt2OnnxError, UnsupportedOpsError, VerificationError
+
+    if error is None:
+        return Outcome("pass")
+    if isinstance(error, AssertionError) and "differs from eager" in str(error):
+        return Outcome("wrong", str(error).splitlines()[1][:300] if "\n" in str(error) else "")
+    if isinstance(error, VerificationError):
+        return Outcome("runtime", _first_line(error))
+    if isinstance(error, UnsupportedOpsError):
+        return Outcome("error", f"UnsupportedOpsError: no converter for {', '.join(sorted(error.unsupported))}")
+    if isinstance(error, Pt2OnnxError):
+        return Outcome("error", _first_line(error))
+    module = type(error).__module__ or ""
+    if module.startswith(("onnxruntime", "onnx")):
+        return Outcome("runtime", _first_line(error))
+    return Outcome("crash", _first_line(error))
+
+
+def returns_tensors(value: Any) -> bool:
+    """Whether eager's result holds a tensor an ONNX graph can return."""
+    leaves = pytree.tree_leaves(value)
+    return any(isinstance(leaf, torch.Tensor) for leaf in leaves) and all(
+        isinstance(leaf, torch.Tensor) or leaf is None or (isinstance(leaf, (int, float, bool)) and math.isfinite(leaf))
+        for leaf in leaves
+    )

@@ -1,0 +1,132 @@
+"""Run op_db's samples through pt2onnx and write every outcome: the data behind the expected failures.
+
+Not a test: the OpInfo test module checks the outcomes against ``opinfo_expected.py``; this
+script shows them all at once (and is how ``opinfo_expected.py`` was drafted)::
+
+    python tests/opinfo/record.py --samples 1 --jobs 2 --out /tmp/opinfo.json
+    python tests/opinfo/record.py --dtypes float32 --ops nn.functional.normalize,norm
+
+Each (op, dtype) gets the outcome of its first failing sample, else ``pass``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import warnings
+from collections import Counter
+from multiprocessing import get_context
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from opinfo_samples import opinfos, run_sample, sample_inputs
+
+
+def _pt2onnx_check(module, tensors):
+    from pt2onnx.testing import assert_exports_like_eager
+
+    return assert_exports_like_eager(module, tensors)
+
+
+def run_op(name: str, dtypes: list[str] | None, samples: int | None) -> dict[str, list]:
+    """``{dtype: [kind, detail, converted ops]}`` for one op."""
+    warnings.simplefilter("ignore")
+    logging.disable(logging.WARNING)
+    torch.set_num_threads(1)
+    info = opinfos()[name]
+    results = {}
+    for dtype in sorted(info.supported_dtypes("cpu"), key=str):
+        key = str(dtype).removeprefix("torch.")
+        if dtypes is not None and key not in dtypes:
+            continue
+        outcome, converted = None, set()
+        for sample in sample_inputs(info, dtype, samples):
+            got = run_sample(info, sample, _pt2onnx_check)
+            converted.update(got.converted)
+            if got.kind == "skip":
+                continue
+            if outcome is None or outcome.kind == "pass":
+                outcome = got
+            if not got.ok:
+                break
+        kind, detail = (outcome.kind, outcome.detail) if outcome else ("skip", "no sample to test")
+        results[key] = [kind, detail, sorted(converted)]
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", help="comma-separated op ids (default: all of op_db)")
+    parser.add_argument("--dtypes", help="comma-separated dtypes, e.g. float32,int64 (default: all supported)")
+    parser.add_argument("--samples", type=int, default=1, help="samples per op and dtype (0: all)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--write-expected", action="store_true", help="rewrite opinfo_expected.py from the outcomes")
+    parser.add_argument("--from-json", action="store_true", help="read the outcomes from --out instead of running")
+    args = parser.parse_args()
+    if args.from_json:
+        write_expected(json.loads(args.out.read_text()), Path(__file__).parent / "opinfo_expected.py")
+        return
+    names = args.ops.split(",") if args.ops else list(opinfos())
+    dtypes = args.dtypes.split(",") if args.dtypes else None
+    samples = args.samples or None
+    start = time.perf_counter()
+    outcomes: dict[str, dict[str, list[str]]] = {}
+    # Fresh workers now and then: exports leave onnxruntime sessions and traced graphs behind.
+    with get_context("spawn").Pool(args.jobs, maxtasksperchild=25) as pool:
+        jobs = [(name, pool.apply_async(run_op, (name, dtypes, samples))) for name in names]
+        for name, job in jobs:
+            try:
+                outcomes[name] = job.get()
+            except Exception as e:  # noqa: BLE001 - record it as a crash of every dtype
+                outcomes[name] = {"*": ["crash", f"{type(e).__name__}: {e}"[:300]]}
+            print(name, {d: r[0] for d, r in outcomes[name].items()}, flush=True)
+    args.out.write_text(json.dumps(outcomes, indent=1, sort_keys=True))
+    kinds = Counter(r[0] for per_op in outcomes.values() for r in per_op.values())
+    print(f"{len(outcomes)} ops, {sum(kinds.values())} (op, dtype) pairs: {dict(kinds)}")
+    print(f"{time.perf_counter() - start:.0f} s; wrote {args.out}")
+    if args.write_expected:
+        write_expected(outcomes, Path(__file__).parent / "opinfo_expected.py")
+
+
+def _reason(kind: str, detail: str) -> str:
+    """The expected-failure reason an outcome stands for (the draft ``opinfo_expected.py`` says)."""
+    if kind == "random":
+        return "the op draws random numbers: no export can equal eager"
+    if kind == "wrong":
+        return f"DEFECT, silently wrong: {detail}"
+    if kind == "runtime":
+        return f"DEFECT, onnxruntime fails at run time: {detail}"
+    if kind == "crash":
+        return f"DEFECT, the exporter crashes: {detail}"
+    if detail.startswith("UnsupportedOpsError"):
+        return f"no converter and no usable torch decomposition: {detail.partition('for ')[2] or detail}"
+    if detail.startswith("CaptureError"):
+        return f"torch.export cannot capture it: {detail.split('] ', 1)[-1]}"
+    if detail.startswith("UnsupportedArgumentError"):
+        return f"ONNX cannot express an argument: {detail.split('] ', 1)[-1]}"
+    return detail
+
+
+def write_expected(outcomes: dict[str, dict[str, list]], path: Path) -> None:
+    """Write ``opinfo_expected.py`` from recorded outcomes: every failing (op, dtype) with its reason."""
+    rows = []
+    for name in sorted(outcomes):
+        failing = {d: r for d, r in sorted(outcomes[name].items()) if r[0] not in ("pass", "skip")}
+        if failing:
+            body = "".join(f"        {d!r}: ({r[0]!r}, {_reason(r[0], r[1])!r}),\n" for d, r in failing.items())
+            rows.append(f"    {name!r}: {{\n{body}    }},\n")
+    text = path.read_text()
+    head = text[: text.index("EXPECTED: dict")]
+    tail = text[text.index("\n\n\ndef expected_outcome") :]
+    path.write_text(f"{head}EXPECTED: dict[str, dict[str, tuple[str, str]]] = {{\n{''.join(rows)}}}{tail}")
+
+
+if __name__ == "__main__":
+    main()
