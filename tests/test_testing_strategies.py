@@ -54,7 +54,9 @@ def test_bounds_and_no_edges_keep_values_in_range():
 
 
 def test_a_subset_of_edge_kinds_is_all_that_is_added():
-    values = torch.cat([t.reshape(-1) for t in _drawn(tensors((8,), torch.float32, low=0, high=1, edge_values=["nan"]))])
+    values = torch.cat(
+        [t.reshape(-1) for t in _drawn(tensors((8,), torch.float32, low=0, high=1, edge_values=["nan"]))]
+    )
     assert values.isnan().any()
     assert (values[~values.isnan()] >= 0).all() and (values[~values.isnan()] <= 1).all()
 

@@ -3,7 +3,8 @@
 User inputs stay graph inputs; parameters, buffers and lifted constants become
 initializers named by their fully qualified names, referencing torch's tensors
 (never copied); user outputs are named after the returned structure; mutated buffers
-and inputs become extra outputs named ``<name>.updated``.
+and inputs become extra outputs named ``<name>.updated``. Plugins' pytree types may
+rename the inputs and outputs inside them (``past_key_values.0.key``, ``present.0.key``).
 """
 
 from __future__ import annotations
@@ -28,15 +29,17 @@ __all__ = ["OutputLayout", "assemble"]
 
 @dataclass
 class OutputLayout:
-    """How the ONNX outputs map back to what ``forward`` returns.
+    """How the ONNX inputs and outputs map to what ``forward`` takes and returns.
 
     ``user`` has one entry per flattened user output: the ONNX output name, or
     ``("constant", value)`` for outputs torch specialized to a Python value.
     ``mutations`` maps ONNX output names of mutated buffers/inputs to their targets.
+    ``inputs`` maps the placeholder names of renamed user inputs to their ONNX names.
     """
 
     user: list[str | tuple[str, Any]] = field(default_factory=list)
     mutations: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
 def _initializer(value: ir.Value, name: str, tensor: torch.Tensor) -> ir.Value:
@@ -58,9 +61,25 @@ def _output_value(graph: ir.Graph, value: ir.Value, name: str, used: set[ir.Valu
     return value
 
 
-def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) -> tuple[ir.Model, OutputLayout]:
-    """Build the ONNX model from ``translated`` following ``program``'s graph signature."""
+def assemble(
+    program: ExportedProgram,
+    translated: TranslatedGraph,
+    opset: int,
+    io_names: tuple[dict[str, str], list[str | None]] = ({}, []),
+) -> tuple[ir.Model, OutputLayout]:
+    """Build the ONNX model from ``translated`` following ``program``'s graph signature.
+
+    ``io_names``: ONNX names for some user inputs (by placeholder name) and user outputs (by
+    position; None keeps the default), as plugins' pytree types give them.
+    """
     graph = translated.graph
+    input_names, renamed_outputs = io_names
+    renamed_inputs = {}
+    for placeholder, name in input_names.items():
+        value = translated.placeholders.get(placeholder)
+        if isinstance(value, ir.Value):
+            value.name = name
+            renamed_inputs[placeholder] = value
     state = program.state_dict
     constants = program.constants
     to_initializers: list[ir.Value] = []
@@ -83,7 +102,10 @@ def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) 
         graph.register_initializer(value)
 
     fx_outputs = translated.outputs
-    names = iter(output_names(program))
+    defaults = output_names(program)
+    names = iter(
+        [renamed or default for default, renamed in zip(defaults, renamed_outputs)] + defaults[len(renamed_outputs) :]
+    )
     layout = OutputLayout()
     used: set[ir.Value] = set()
     user_outputs: list[ir.Value] = []
@@ -122,4 +144,5 @@ def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) 
     fixed = iter(user_outputs)
     layout.user = [entry if not isinstance(entry, str) else next(fixed).name or entry for entry in layout.user]
     layout.mutations = {value.name or target: target for value, target in zip(mutation_outputs, targets)}
+    layout.inputs = {placeholder: value.name or placeholder for placeholder, value in renamed_inputs.items()}
     return model, layout

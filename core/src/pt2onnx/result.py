@@ -101,7 +101,12 @@ class ExportResult:
         leaves = flatten_inputs(self.program, args, kwargs)
         names = user_input_names(self.program)
         onnx_inputs = set(self.input_names)
-        feeds = {name: to_ort(leaf) for name, leaf in zip(names, leaves) if name in onnx_inputs}
+        renamed = self.layout.inputs
+        feeds = {
+            renamed.get(name, name): to_ort(leaf)
+            for name, leaf in zip(names, leaves)
+            if renamed.get(name, name) in onnx_inputs
+        }
         missing = onnx_inputs - set(feeds)
         if missing:
             raise VerificationError(f"no value given for ONNX input(s) {sorted(missing)}")
