@@ -75,6 +75,12 @@ def div(op, self, other, *, rounding_mode=None):
     raise op.unsupported("rounding_mode", rounding_mode, "torch knows None, 'trunc' and 'floor'")
 
 
+@converter("aten::floor_divide.default", "aten::floor_divide.Scalar")
+def floor_divide(op, self, other):
+    # torch's floor_divide rounds toward negative infinity (since 1.13): div with rounding_mode="floor".
+    return div(op, self, other, rounding_mode="floor")
+
+
 @converter("aten::pow.Tensor_Tensor", "aten::pow.Tensor_Scalar", "aten::pow.Scalar")
 def pow_(op, self, exponent):
     return compute(op, op.Pow, [self, exponent], op.output_dtype, _POW)
