@@ -35,11 +35,13 @@ class OutputLayout:
     ``("constant", value)`` for outputs torch specialized to a Python value.
     ``mutations`` maps ONNX output names of mutated buffers/inputs to their targets.
     ``inputs`` maps the placeholder names of renamed user inputs to their ONNX names.
+    ``complex`` names the user outputs holding complex values as (..., 2) real tensors.
     """
 
     user: list[str | tuple[str, Any]] = field(default_factory=list)
     mutations: dict[str, str] = field(default_factory=dict)
     inputs: dict[str, str] = field(default_factory=dict)
+    complex: set[str] = field(default_factory=set)
 
 
 def _initializer(value: ir.Value, name: str, tensor: torch.Tensor) -> ir.Value:
@@ -59,6 +61,18 @@ def _output_value(graph: ir.Graph, value: ir.Value, name: str, used: set[ir.Valu
     value.name = name
     used.add(value)
     return value
+
+
+def _output_metas(program: ExportedProgram) -> list[Any]:
+    """torch's ``meta["val"]`` of each output of the FX graph, in the order of its output specs."""
+    output = next(iter(program.graph.find_nodes(op="output")))
+
+    def flat(arg: Any) -> list[Any]:
+        if isinstance(arg, (list, tuple)):
+            return [m for a in arg for m in flat(a)]
+        return [arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg]
+
+    return flat(output.args[0])
 
 
 def assemble(
@@ -111,12 +125,15 @@ def assemble(
     user_outputs: list[ir.Value] = []
     mutation_outputs: list[ir.Value] = []
     targets: list[str] = []
-    for spec, value in zip(program.graph_signature.output_specs, fx_outputs):
+    complex_outputs: set[ir.Value] = set()
+    for spec, value, meta in zip(program.graph_signature.output_specs, fx_outputs, _output_metas(program)):
         if spec.kind == OutputKind.USER_OUTPUT:
             name = next(names)
             if isinstance(value, ir.Value):
                 user_outputs.append(_output_value(graph, value, name, used))
                 layout.user.append(name)
+                if isinstance(meta, torch.Tensor) and meta.is_complex():
+                    complex_outputs.add(user_outputs[-1])
             else:
                 layout.user.append(("constant", value))
         elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
@@ -145,4 +162,5 @@ def assemble(
     layout.user = [entry if not isinstance(entry, str) else next(fixed).name or entry for entry in layout.user]
     layout.mutations = {value.name or target: target for value, target in zip(mutation_outputs, targets)}
     layout.inputs = {placeholder: value.name or placeholder for placeholder, value in renamed_inputs.items()}
+    layout.complex = {value.name or "" for value in complex_outputs}
     return model, layout

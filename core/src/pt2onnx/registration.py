@@ -67,6 +67,8 @@ class Registration:
     override: bool = False
     #: What a ``pytree`` preparation registers (a :class:`PytreeNode`); None for every other kind.
     data: Any = None
+    #: The converter takes and returns complex values (as real tensors with a trailing dim of 2).
+    complex_values: bool = False
 
     @property
     def converts(self) -> bool:
@@ -79,29 +81,33 @@ class _Tag:
     kind: Kind
     ops: tuple[str, ...]
     override: bool
+    complex_values: bool = False
 
 
-def _tagger(kind: Kind, ops: Sequence[OpRef], override: bool) -> Callable[[F], F]:
+def _tagger(kind: Kind, ops: Sequence[OpRef], override: bool, complex_values: bool = False) -> Callable[[F], F]:
     names = tuple(normalize_op_name(op) for op in ops)
     if not names:
         raise ValueError(f"@{kind} needs at least one op name")
 
     def mark(fn: F) -> F:
         tags: list[_Tag] = list(getattr(fn, _TAG, ()))
-        tags.append(_Tag(kind, names, override))
+        tags.append(_Tag(kind, names, override, complex_values))
         setattr(fn, _TAG, tags)
         return fn
 
     return mark
 
 
-def converter(*ops: OpRef, override: bool = False) -> Callable[[F], F]:
+def converter(*ops: OpRef, override: bool = False, complex_values: bool = False) -> Callable[[F], F]:
     """Mark ``fn`` as the converter of ``ops`` (names like ``"aten::gelu"`` or op objects).
 
     ``override=True`` lets it replace another registration of the same layer.
+    ``complex_values=True`` says it handles complex tensors, which reach it as real
+    Values with a trailing dim of 2 (real, imaginary); pt2onnx refuses to hand complex
+    values to any other converter, which would compute on them as on real ones.
     The function is registered when its module is passed to ``register.module``.
     """
-    return _tagger("converter", ops, override)
+    return _tagger("converter", ops, override, complex_values)
 
 
 def lowering(*ops: OpRef, override: bool = False) -> Callable[[F], F]:
@@ -117,10 +123,14 @@ class _Sink:
     layer: Layer
     registrations: list[Registration] = field(default_factory=list)
 
-    def add(self, kind: Kind, op: OpRef, fn: Callable[..., Any] | None, override: bool) -> None:
+    def add(
+        self, kind: Kind, op: OpRef, fn: Callable[..., Any] | None, override: bool, complex_values: bool = False
+    ) -> None:
         if fn is not None and not callable(fn):
             raise TypeError(f"plugin {self.plugin!r}: {kind} for {op!r} is not callable: {fn!r}")
-        self.registrations.append(Registration(normalize_op_name(op), kind, fn, self.plugin, self.layer, override))
+        self.registrations.append(
+            Registration(normalize_op_name(op), kind, fn, self.plugin, self.layer, override, None, complex_values)
+        )
 
 
 class _Registrar:
@@ -141,7 +151,7 @@ class _Registrar:
                 if tag.kind != kind:
                     continue
                 for op in tag.ops:
-                    self._sink.add(kind, op, fn, tag.override)
+                    self._sink.add(kind, op, fn, tag.override, tag.complex_values)
                     count += 1
         return count
 
@@ -149,9 +159,11 @@ class _Registrar:
 class ConverterRegistrar(_Registrar):
     """Handed to ``pt2onnx_register_converters``."""
 
-    def converter(self, op: OpRef, fn: Callable[..., Any], *, override: bool = False) -> None:
-        """Register ``fn`` as the converter of ``op``."""
-        self._sink.add("converter", op, fn, override)
+    def converter(
+        self, op: OpRef, fn: Callable[..., Any], *, override: bool = False, complex_values: bool = False
+    ) -> None:
+        """Register ``fn`` as the converter of ``op`` (``complex_values``: see :func:`converter`)."""
+        self._sink.add("converter", op, fn, override, complex_values)
 
     def module(self, module: ModuleType) -> int:
         """Register every ``@converter`` function defined in ``module``; returns how many."""

@@ -112,12 +112,17 @@ class ExportResult:
             raise VerificationError(f"no value given for ONNX input(s) {sorted(missing)}")
         outputs = self.session().run_with_ort_values(self.output_names, feeds)
         by_name = dict(zip(self.output_names, outputs))
-        user = [from_ort(by_name[e]) if isinstance(e, str) else e[1] for e in self.layout.user]
+        user = [self._output(by_name, e) if isinstance(e, str) else e[1] for e in self.layout.user]
         for name, target in self.layout.mutations.items():
             if target in names:
                 leaves[names.index(target)].copy_(from_ort(by_name[name]))
         spec = self.program.call_spec.out_spec
         return pytree.tree_unflatten(user, spec) if spec is not None else user
+
+    def _output(self, outputs: dict[str, ort.OrtValue], name: str) -> torch.Tensor:
+        tensor = from_ort(outputs[name])
+        # Complex values come out of the model as (..., 2) real tensors.
+        return torch.view_as_complex(tensor.contiguous()) if name in self.layout.complex else tensor
 
     def verify(self, *args: Any, _atol: float | None = None, _rtol: float | None = None, **kwargs: Any) -> Verification:
         """Run eager PyTorch and onnxruntime on the same inputs and compare every output.
