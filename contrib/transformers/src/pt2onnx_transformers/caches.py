@@ -38,7 +38,14 @@ from transformers.cache_utils import (
 
 from pt2onnx.plugin import PreparationRegistrar
 
-__all__ = ["cache_dims", "flatten_cache", "register", "unflatten_cache"]
+__all__ = [
+    "cache_dims",
+    "flatten_cache",
+    "flatten_encoder_decoder",
+    "register",
+    "unflatten_cache",
+    "unflatten_encoder_decoder",
+]
 
 #: The input and output name templates (``{path}``: the argument, ``{key}``: ``0.key``).
 INPUT_NAMES = "{path}.{key}"
@@ -182,29 +189,16 @@ def unflatten_encoder_decoder(children: Any, context: Any) -> EncoderDecoderCach
     return cache
 
 
-def _cache_types() -> list[type]:
-    """``DynamicCache``, ``StaticCache`` and every subclass transformers defines, imported or not yet."""
-    found: list[type] = []
-    pending = [DynamicCache, StaticCache]
-    while pending:
-        cls = pending.pop(0)
-        if cls not in found:
-            found.append(cls)
-            pending.extend(cls.__subclasses__())
-    return found
-
-
 def register(register: PreparationRegistrar) -> None:
-    """Register every cache type of the installed transformers as a pytree node."""
-    for cls in _cache_types():
-        register.pytree(
-            cls,
-            flatten_cache,
-            unflatten_cache,
-            serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
-            input_names=INPUT_NAMES,
-            output_names=OUTPUT_NAMES,
-        )
+    """Register ``DynamicCache``, ``StaticCache`` and ``EncoderDecoderCache`` as pytree nodes.
+
+    Their layer types cover transformers' hybrid and state caches (sliding-window, linear
+    attention, convolution, hybrid layers). Subclasses for speculative decoding
+    (``MtpCache``, ``DFlashCache``) and model-specific ones are not registered: register
+    one with :func:`flatten_cache` and :func:`unflatten_cache` in your own plugin.
+    """
+    for cls in (DynamicCache, StaticCache):
+        register.pytree(cls, flatten_cache, unflatten_cache, input_names=INPUT_NAMES, output_names=OUTPUT_NAMES)
     register.pytree(
         EncoderDecoderCache,
         flatten_encoder_decoder,
