@@ -96,10 +96,12 @@ def test_torch_fft_functions_decompose_into_these(dims, norm):
     assert_exports_like_eager(model, (x,), atol=_atol(x), expect_ops=ops)
 
 
+@pytest.mark.parametrize("conj", [A._conj, A.conj_physical])
 @given(x=_signal())
-def test_conjugate(x):
-    fn = lambda t: A._conj(A._fft_r2c(t, [x.dim() - 1], 0, True))  # noqa: E731
-    assert_exports_like_eager(fn, (x,), atol=_atol(x), expect_ops={"aten::_conj": "aten"})
+def test_conjugate(conj, x):
+    # Of a complex tensor, and (conj_physical) of a real one, which is the tensor itself.
+    fn = lambda t: (conj(A._fft_r2c(t, [x.dim() - 1], 0, True)), A.conj_physical(t))  # noqa: E731
+    assert_exports_like_eager(fn, (x,), atol=_atol(x), expect_ops={f"aten::{conj.__name__.split('.')[0]}": "aten"})
 
 
 @given(x=_signal(shapes(min_rank=2, max_rank=3, min_side=2, max_side=5)))

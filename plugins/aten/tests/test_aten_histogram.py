@@ -42,6 +42,9 @@ def test_histc_data_range(x, bins):
     # min == max bins over the data's own range; torch refuses a range that is not finite, or
     # that its widening by 1 leaves empty (half precision above 2048).
     assume(_accepted(x, bins))
+    # torch counts a bfloat16 histogram in bfloat16, one by one: past 256 a count stops
+    # growing (256 + 1 rounds to 256). The model's counts are exact, so draws stay below that.
+    assume(x.dtype != torch.bfloat16 or x.numel() <= 256)
     assert_exports_like_eager(lambda t: torch.histc(t, bins), (x,), expect_ops={"aten::histc": "aten"})
 
 
@@ -53,10 +56,13 @@ def test_histc_data_range(x, bins):
         (7.9975e37, torch.float32),
         (-(2.0**60), torch.float64),
         (2048.0, torch.float16),
+        (torch.finfo(torch.float32).max, torch.float32),
+        (-torch.finfo(torch.float64).max, torch.float64),
     ],
 )
 def test_histc_of_equal_values_widens_the_range_as_torch_does(value, dtype):
-    # By 1, or to the next float where 1 is less than its gap (by 1 in half precision).
+    # By 1, or to the next float where 1 is less than its gap (by 1 in half precision); never
+    # past the dtype's largest float.
     x = torch.full((5,), value, dtype=dtype)
     for bins in (1, 3, 4):
         assert_exports_like_eager(lambda t, b=bins: torch.histc(t, b, 7, 7), (x,), expect_ops=["aten::histc"])

@@ -10,6 +10,8 @@ are accumulated with ``ScatterElements(reduction="add")``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from pt2onnx.plugin import converter
 
 from ._common import D
@@ -70,6 +72,7 @@ def _data_range(op, x, dtype):
 
 #: Mantissa bits and smallest normal exponent of the dtypes torch widens an empty range to the next float of.
 _FORMATS = {D.FLOAT: (23, -126), D.DOUBLE: (52, -1022)}
+_LARGEST = {D.FLOAT: float(np.finfo(np.float32).max), D.DOUBLE: float(np.finfo(np.float64).max)}
 
 
 def _next_up(op, value, dtype):
@@ -89,7 +92,9 @@ def _next_up(op, value, dtype):
     # Toward zero from a negative power of two, the gap below it is half the one above.
     power = op.And(op.Equal(magnitude, op.Pow(two, exponent)), op.Greater(exponent, float(lowest)))
     below = op.Where(power, op.Div(gap, 2.0), gap)
-    return op.Where(op.GreaterOrEqual(value, 0.0), op.Add(value, gap), op.Add(value, below))
+    up = op.Where(op.GreaterOrEqual(value, 0.0), op.Add(value, gap), op.Add(value, below))
+    # torch steps toward the dtype's largest float (std::nexttoward), so that one stays put.
+    return op.Min(up, op.constant(_LARGEST[dtype], D.DOUBLE))
 
 
 def _edge(op, value, dtype, wide):
