@@ -16,6 +16,7 @@ HOOKS = sorted(name for name in dir(hookspecs) if name.startswith("pt2onnx_"))
 
 def test_there_are_hooks_for_every_kind_of_registration():
     assert HOOKS == [
+        "pt2onnx_register_capture_preparations",
         "pt2onnx_register_converters",
         "pt2onnx_register_custom_ops",
         "pt2onnx_register_decompositions",
@@ -37,6 +38,7 @@ def test_hook_has_a_docstring_and_a_documented_heading_with_its_signature(hook):
 @pytest.mark.parametrize("hook", HOOKS)
 def test_every_hook_is_implemented_by_some_installed_plugin(hook):
     kinds = {
+        "pt2onnx_register_capture_preparations": "pytree",
         "pt2onnx_register_converters": "converter",
         "pt2onnx_register_custom_ops": "custom_op",
         "pt2onnx_register_decompositions": "keep",

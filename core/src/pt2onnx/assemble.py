@@ -3,7 +3,8 @@
 User inputs stay graph inputs; parameters, buffers and lifted constants become
 initializers named by their fully qualified names, referencing torch's tensors
 (never copied); user outputs are named after the returned structure; mutated buffers
-and inputs become extra outputs named ``<name>.updated``.
+and inputs become extra outputs named ``<name>.updated``. Plugins' pytree types may
+rename the inputs and outputs inside them (``past_key_values.0.key``, ``present.0.key``).
 """
 
 from __future__ import annotations
@@ -28,15 +29,19 @@ __all__ = ["OutputLayout", "assemble"]
 
 @dataclass
 class OutputLayout:
-    """How the ONNX outputs map back to what ``forward`` returns.
+    """How the ONNX inputs and outputs map to what ``forward`` takes and returns.
 
     ``user`` has one entry per flattened user output: the ONNX output name, or
     ``("constant", value)`` for outputs torch specialized to a Python value.
     ``mutations`` maps ONNX output names of mutated buffers/inputs to their targets.
+    ``inputs`` maps the placeholder names of renamed user inputs to their ONNX names.
+    ``complex`` names the user outputs holding complex values as (..., 2) real tensors.
     """
 
     user: list[str | tuple[str, Any]] = field(default_factory=list)
     mutations: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)
+    complex: set[str] = field(default_factory=set)
 
 
 def _initializer(value: ir.Value, name: str, tensor: torch.Tensor) -> ir.Value:
@@ -58,9 +63,37 @@ def _output_value(graph: ir.Graph, value: ir.Value, name: str, used: set[ir.Valu
     return value
 
 
-def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) -> tuple[ir.Model, OutputLayout]:
-    """Build the ONNX model from ``translated`` following ``program``'s graph signature."""
+def _output_metas(program: ExportedProgram) -> list[Any]:
+    """torch's ``meta["val"]`` of each output of the FX graph, in the order of its output specs."""
+    output = next(iter(program.graph.find_nodes(op="output")))
+
+    def flat(arg: Any) -> list[Any]:
+        if isinstance(arg, (list, tuple)):
+            return [m for a in arg for m in flat(a)]
+        return [arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg]
+
+    return flat(output.args[0])
+
+
+def assemble(
+    program: ExportedProgram,
+    translated: TranslatedGraph,
+    opset: int,
+    io_names: tuple[dict[str, str], list[str | None]] = ({}, []),
+) -> tuple[ir.Model, OutputLayout]:
+    """Build the ONNX model from ``translated`` following ``program``'s graph signature.
+
+    ``io_names``: ONNX names for some user inputs (by placeholder name) and user outputs (by
+    position; None keeps the default), as plugins' pytree types give them.
+    """
     graph = translated.graph
+    input_names, renamed_outputs = io_names
+    renamed_inputs = {}
+    for placeholder, name in input_names.items():
+        value = translated.placeholders.get(placeholder)
+        if isinstance(value, ir.Value):
+            value.name = name
+            renamed_inputs[placeholder] = value
     state = program.state_dict
     constants = program.constants
     to_initializers: list[ir.Value] = []
@@ -83,18 +116,24 @@ def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) 
         graph.register_initializer(value)
 
     fx_outputs = translated.outputs
-    names = iter(output_names(program))
+    defaults = output_names(program)
+    names = iter(
+        [renamed or default for default, renamed in zip(defaults, renamed_outputs)] + defaults[len(renamed_outputs) :]
+    )
     layout = OutputLayout()
     used: set[ir.Value] = set()
     user_outputs: list[ir.Value] = []
     mutation_outputs: list[ir.Value] = []
     targets: list[str] = []
-    for spec, value in zip(program.graph_signature.output_specs, fx_outputs):
+    complex_outputs: set[ir.Value] = set()
+    for spec, value, meta in zip(program.graph_signature.output_specs, fx_outputs, _output_metas(program)):
         if spec.kind == OutputKind.USER_OUTPUT:
             name = next(names)
             if isinstance(value, ir.Value):
                 user_outputs.append(_output_value(graph, value, name, used))
                 layout.user.append(name)
+                if isinstance(meta, torch.Tensor) and meta.is_complex():
+                    complex_outputs.add(user_outputs[-1])
             else:
                 layout.user.append(("constant", value))
         elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
@@ -122,4 +161,6 @@ def assemble(program: ExportedProgram, translated: TranslatedGraph, opset: int) 
     fixed = iter(user_outputs)
     layout.user = [entry if not isinstance(entry, str) else next(fixed).name or entry for entry in layout.user]
     layout.mutations = {value.name or target: target for value, target in zip(mutation_outputs, targets)}
+    layout.inputs = {placeholder: value.name or placeholder for placeholder, value in renamed_inputs.items()}
+    layout.complex = {value.name or "" for value in complex_outputs}
     return model, layout

@@ -253,8 +253,13 @@ def capture(
     dynamic_shapes: Any,
     strict: bool,
     fallback: bool,
+    around: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> Captured:
-    """Capture ``model`` with torch.export (or take a given ExportedProgram as is)."""
+    """Capture ``model`` with torch.export (or take a given ExportedProgram as is).
+
+    ``around()`` is entered around every ``torch.export`` attempt, under :data:`tracing_lock`
+    (the plugins' capture patches).
+    """
     if isinstance(model, ExportedProgram):
         return Captured(model, None, "given ExportedProgram")
     module = as_module(model)
@@ -267,7 +272,7 @@ def capture(
             stacklevel=3,
         )
     kwargs = dict(kwargs or {})
-    with tracing_lock:
+    with tracing_lock, around():
         return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback)
 
 

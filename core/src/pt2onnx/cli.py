@@ -123,14 +123,15 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     plugin_set = registry.plugin_set
     grouped = registry.by_plugin()
     print(
-        f"{'plugin':<28} {'layer':<10} {'distribution':<22} {'version':<9} converters lowerings custom_ops decompositions keeps rewrites"
+        f"{'plugin':<28} {'layer':<10} {'distribution':<22} {'version':<9} converters lowerings custom_ops decompositions keeps rewrites preparations"
     )
     for info in sorted(plugin_set.plugins.values(), key=lambda p: (-p.layer, p.name)):
         kinds = Counter(r.kind for r in grouped.get(info.name, []))
         print(
             f"{info.name:<28} {info.layer!s:<10} {info.distribution or '-':<22} {info.version or '-':<9} "
             f"{kinds['converter']:>10} {kinds['lowering']:>9} {kinds['custom_op']:>10} "
-            f"{kinds['decomposition']:>14} {kinds['keep']:>5} {kinds['rewrite']:>8}"
+            f"{kinds['decomposition']:>14} {kinds['keep']:>5} {kinds['rewrite']:>8} "
+            f"{kinds['pytree'] + kinds['patch'] + kinds['dynamic_shapes']:>12}"
         )
         for entry in registry.overrides(info.name):
             shadowed = ", ".join(f"{s.plugin} [{s.layer}]" for s in entry.shadowed if s.plugin != info.name)
@@ -147,7 +148,11 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         print(f"BROKEN {broken.name} ({broken.distribution or 'project'}): {broken.error}")
         if broken.hint:
             print(f"    {broken.hint}")
-    for table in (registry.conflicts, {n: e for n, e in registry.rewrites.items() if e.conflict}):
+    for table in (
+        registry.conflicts,
+        {n: e for n, e in registry.rewrites.items() if e.conflict},
+        {n: e for n, e in registry.preparations.items() if e.conflict},
+    ):
         for op, entry in sorted(table.items()):
             print(f"CONFLICT {op}: {_conflict(entry)}")
     return EXIT_OK

@@ -34,10 +34,27 @@ def _per_argument(
 ) -> dict[str, Any]:
     """``dynamic_shapes`` keyed by ``forward``'s parameter names, ``spec_of(tensor)`` for each tensor leaf."""
     bound = inspect.signature(forward).bind(*args, **kwargs)
-    return {
-        name: pytree.tree_map(lambda leaf: spec_of(leaf) if isinstance(leaf, torch.Tensor) else None, value)
-        for name, value in bound.arguments.items()
-    }
+    return {name: _specs(value, spec_of) for name, value in bound.arguments.items()}
+
+
+def _is_custom_node(value: Any) -> bool:
+    """A registered pytree type other than a list, tuple or dict (e.g. a plugin's cache class)."""
+    return type(value) in pytree.SUPPORTED_NODES and value is not None and not isinstance(value, (list, tuple, dict))
+
+
+def _specs(value: Any, spec_of: Callable[[Any], Any]) -> Any:
+    """The spec of one argument in the structure torch.export takes: lists, tuples and dicts as
+    themselves, any other registered pytree type as the list of its children."""
+    if _is_custom_node(value):
+        children, _ = pytree.SUPPORTED_NODES[type(value)].flatten_fn(value)
+        return [_specs(child, spec_of) for child in children]
+
+    def leaf_spec(leaf: Any) -> Any:
+        if _is_custom_node(leaf):
+            return _specs(leaf, spec_of)
+        return spec_of(leaf) if isinstance(leaf, torch.Tensor) else None
+
+    return pytree.tree_map(leaf_spec, value, is_leaf=_is_custom_node)
 
 
 def _every_dim(tensor: torch.Tensor) -> dict[int, Any]:

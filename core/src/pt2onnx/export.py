@@ -1,6 +1,6 @@
 """``pt2onnx.export``: the whole pipeline, one phase after the other.
 
-plugins -> capture -> decompose -> translate -> assemble -> optimize -> (save)
+plugins -> capture (prepared by plugins) -> decompose -> translate -> assemble -> optimize -> (save)
 """
 
 from __future__ import annotations
@@ -16,17 +16,18 @@ from torch.export import ExportedProgram
 from .assemble import assemble
 from .capture import as_module, capture
 from .decompose import Decomposed, decompose
-from .dynamic import AUTO, input_dim_names, resolve_dynamic_shapes, static_dims
+from .dynamic import AUTO, input_dim_names, static_dims
 from .errors import UnsupportedOpsError
 from .module_functions import ModuleSelection, outline_modules
 from .opset import check_opset
 from .optimize import PassEffect, count_nodes, select_passes
 from .optimize import optimize as run_passes
 from .plugin_manager import load_plugins
+from .prepare import prepare_capture
 from .progress import Progress
 from .project import project_root
 from .provenance import SourcePaths, apply_source_paths, check_source_paths
-from .registry import Registry, build_registry
+from .registry import Entry, Registry, build_registry
 from .report import Contribution, OpUsage, Report, TensorInfo, function_id, report_format
 from .result import ExportResult
 from .signature import check_example_inputs, check_outputs, check_weights, dim_names, normalize_args
@@ -51,11 +52,16 @@ def _op_usage(registry: Registry, translated: TranslatedGraph, decomposed: Mappi
 
 
 def _contributions(
-    translated: TranslatedGraph, decomposed: Decomposed, registry: Registry, passes: Sequence[PassEffect]
+    translated: TranslatedGraph,
+    decomposed: Decomposed,
+    registry: Registry,
+    passes: Sequence[PassEffect],
+    prepared: Sequence[Entry],
 ) -> list[Contribution]:
-    """The registrations that did work: converted nodes, decomposed ops, changed the graph."""
+    """The registrations that did work: prepared capture, converted nodes, decomposed ops, changed the graph."""
     changed = {p.name for p in passes if p.changed}
-    winners = [e.winner for e in translated.entries.values()]
+    winners = [e.winner for e in prepared]
+    winners += [e.winner for e in translated.entries.values()]
     winners += [e.winner for _, e in decomposed.applied.values()]
     winners += [e.winner for name, e in registry.rewrites.items() if name in changed]
     unique = {(r.kind, r.op, r.plugin): r for r in winners}
@@ -142,10 +148,21 @@ def export(
         check_example_inputs(args, kwargs)
         if eager is not None:
             check_weights(eager)
-        shapes = resolve_dynamic_shapes(dynamic_shapes, eager.forward if eager else None, args, kwargs, others)
-        captured = capture(eager or model, args, kwargs, dynamic_shapes=shapes, strict=strict, fallback=fallback)
+        preparation = prepare_capture(registry, eager, args, kwargs, dynamic_shapes, others)
+        shapes = preparation.dynamic_shapes
+        captured = capture(
+            eager or model,
+            args,
+            kwargs,
+            dynamic_shapes=shapes,
+            strict=strict,
+            fallback=fallback,
+            around=preparation.around,
+        )
         check_outputs(captured.program)
-    export_report.capture, export_report.capture_fallback = captured.strategy, captured.fallback_reason
+        prepared = preparation.applied(captured.program)
+    export_report.capture, report.capture_fallback = captured.strategy, captured.fallback_reason
+    export_report.preparations = [f"{e.winner.kind} {e.winner.op} ({e.winner.plugin} [{e.winner.layer}])" for e in prepared]
     if dynamic_shapes == AUTO and eager is not None:
         export_report.static_dims = static_dims(captured.program, args, kwargs)
 
@@ -168,14 +185,14 @@ def export(
             raise decomposed.explain(e) from None
 
     with export_report.phase("assemble"), progress.phase("assemble"):
-        onnx_model, layout = assemble(program, translated, target_opset)
+        onnx_model, layout = assemble(program, translated, target_opset, preparation.io_names(program, signature))
     export_report.ops = _op_usage(registry, translated, decomposed.applied)
     export_report.nodes_translated = count_nodes(onnx_model)
 
     with export_report.phase("optimize"), progress.phase("optimize"):
         export_report.passes = run_passes(onnx_model, passes)
     export_report.nodes_final = count_nodes(onnx_model)
-    export_report.contributions = _contributions(translated, decomposed, registry, export_report.passes)
+    export_report.contributions = _contributions(translated, decomposed, registry, export_report.passes, prepared)
     apply_source_paths(onnx_model, source_paths, project_root())
     export_report.inputs = [TensorInfo.of(v) for v in onnx_model.graph.inputs]
     export_report.outputs = [TensorInfo.of(v) for v in onnx_model.graph.outputs]

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         CustomOpRegistrar,
         DecompositionRegistrar,
         LoweringRegistrar,
+        PreparationRegistrar,
         RewriteRegistrar,
     )
 
@@ -126,4 +127,32 @@ def pt2onnx_register_rewrites(register: RewriteRegistrar) -> None:
     bypasses. Each is a pass of its own in the report, switched off with
     ``optimize={name: False}``. A rewrite targets an opset: check
     ``model.opset_imports[""]`` and leave the model as it is when the op it emits is newer.
+    """
+
+
+@hookspec
+def pt2onnx_register_capture_preparations(register: PreparationRegistrar) -> None:
+    """Register what must surround ``torch.export`` for some models to be captured at all.
+
+    Three kinds, each under a name (resolved by layer like converters: a higher layer
+    registering the same name wins, two in one layer conflict unless one says
+    ``override=True``, and the conflict fails only exports that reach it):
+
+    * ``register.pytree(cls, flatten_with_keys, unflatten, input_names=..., output_names=...)``:
+      a container type in the model's inputs or outputs (a KV cache), named after the
+      type. Registered with ``torch.utils._pytree`` once per process by the first
+      export that loads the plugin, and kept: the exported program's specs hold the
+      type, and running, verifying or saving the program flattens it again, after
+      capture. The key entries the flatten returns name the ONNX inputs and outputs;
+      the templates rename them (``"{path}.{key}"`` in, ``"present.{key}"`` out).
+    * ``register.patch(name, patch)``: ``patch(model)`` returns a context manager that
+      replaces untraceable model code with a traceable equivalent while capture runs
+      (under the capture lock), or None when the model does not need it.
+    * ``register.dynamic_shapes(name, hint)``: ``hint(model, args, kwargs)`` returns
+      dynamic shapes for some of the model's arguments (named ``Dim`` objects), used
+      for those arguments when the export asks for ``dynamic_shapes="auto"``, or None.
+
+    The preparations run in the capture phase, before ``torch.export``; the report lists
+    those that applied (``report.preparations``). A pytree counts as applied when its
+    type is in the captured program's inputs or outputs.
     """

@@ -24,6 +24,8 @@ __all__ = [
     "DecompositionRegistrar",
     "Layer",
     "LoweringRegistrar",
+    "PreparationRegistrar",
+    "PytreeNode",
     "Registration",
     "RewriteRegistrar",
     "converter",
@@ -32,7 +34,11 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-Kind = Literal["converter", "lowering", "custom_op", "decomposition", "keep", "rewrite"]
+Kind = Literal[
+    "converter", "lowering", "custom_op", "decomposition", "keep", "rewrite", "pytree", "patch", "dynamic_shapes"
+]
+#: The kinds of capture preparation (``pt2onnx_register_capture_preparations``).
+PREPARATION_KINDS: tuple[Kind, ...] = ("pytree", "patch", "dynamic_shapes")
 
 _TAG = "__pt2onnx_registrations__"
 
@@ -51,7 +57,7 @@ class Layer(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Registration:
-    """One thing one plugin registered for one op (for a rewrite: under the rewrite's name)."""
+    """One thing one plugin registered for one op (for a rewrite or a capture preparation: under its name)."""
 
     op: str
     kind: Kind
@@ -59,6 +65,10 @@ class Registration:
     plugin: str
     layer: Layer
     override: bool = False
+    #: What a ``pytree`` preparation registers (a :class:`PytreeNode`); None for every other kind.
+    data: Any = None
+    #: The converter takes and returns complex values (as real tensors with a trailing dim of 2).
+    complex_values: bool = False
 
     @property
     def converts(self) -> bool:
@@ -71,29 +81,33 @@ class _Tag:
     kind: Kind
     ops: tuple[str, ...]
     override: bool
+    complex_values: bool = False
 
 
-def _tagger(kind: Kind, ops: Sequence[OpRef], override: bool) -> Callable[[F], F]:
+def _tagger(kind: Kind, ops: Sequence[OpRef], override: bool, complex_values: bool = False) -> Callable[[F], F]:
     names = tuple(normalize_op_name(op) for op in ops)
     if not names:
         raise ValueError(f"@{kind} needs at least one op name")
 
     def mark(fn: F) -> F:
         tags: list[_Tag] = list(getattr(fn, _TAG, ()))
-        tags.append(_Tag(kind, names, override))
+        tags.append(_Tag(kind, names, override, complex_values))
         setattr(fn, _TAG, tags)
         return fn
 
     return mark
 
 
-def converter(*ops: OpRef, override: bool = False) -> Callable[[F], F]:
+def converter(*ops: OpRef, override: bool = False, complex_values: bool = False) -> Callable[[F], F]:
     """Mark ``fn`` as the converter of ``ops`` (names like ``"aten::gelu"`` or op objects).
 
     ``override=True`` lets it replace another registration of the same layer.
+    ``complex_values=True`` says it handles complex tensors, which reach it as real
+    Values with a trailing dim of 2 (real, imaginary); pt2onnx refuses to hand complex
+    values to any other converter, which would compute on them as on real ones.
     The function is registered when its module is passed to ``register.module``.
     """
-    return _tagger("converter", ops, override)
+    return _tagger("converter", ops, override, complex_values)
 
 
 def lowering(*ops: OpRef, override: bool = False) -> Callable[[F], F]:
@@ -109,10 +123,14 @@ class _Sink:
     layer: Layer
     registrations: list[Registration] = field(default_factory=list)
 
-    def add(self, kind: Kind, op: OpRef, fn: Callable[..., Any] | None, override: bool) -> None:
+    def add(
+        self, kind: Kind, op: OpRef, fn: Callable[..., Any] | None, override: bool, complex_values: bool = False
+    ) -> None:
         if fn is not None and not callable(fn):
             raise TypeError(f"plugin {self.plugin!r}: {kind} for {op!r} is not callable: {fn!r}")
-        self.registrations.append(Registration(normalize_op_name(op), kind, fn, self.plugin, self.layer, override))
+        self.registrations.append(
+            Registration(normalize_op_name(op), kind, fn, self.plugin, self.layer, override, None, complex_values)
+        )
 
 
 class _Registrar:
@@ -133,7 +151,7 @@ class _Registrar:
                 if tag.kind != kind:
                     continue
                 for op in tag.ops:
-                    self._sink.add(kind, op, fn, tag.override)
+                    self._sink.add(kind, op, fn, tag.override, tag.complex_values)
                     count += 1
         return count
 
@@ -141,9 +159,11 @@ class _Registrar:
 class ConverterRegistrar(_Registrar):
     """Handed to ``pt2onnx_register_converters``."""
 
-    def converter(self, op: OpRef, fn: Callable[..., Any], *, override: bool = False) -> None:
-        """Register ``fn`` as the converter of ``op``."""
-        self._sink.add("converter", op, fn, override)
+    def converter(
+        self, op: OpRef, fn: Callable[..., Any], *, override: bool = False, complex_values: bool = False
+    ) -> None:
+        """Register ``fn`` as the converter of ``op`` (``complex_values``: see :func:`converter`)."""
+        self._sink.add("converter", op, fn, override, complex_values)
 
     def module(self, module: ModuleType) -> int:
         """Register every ``@converter`` function defined in ``module``; returns how many."""
@@ -227,6 +247,121 @@ class RewriteRegistrar(_Registrar):
         if not callable(fn):
             raise TypeError(f"plugin {self.plugin!r}: rewrite {name!r} is not callable: {fn!r}")
         self._sink.registrations.append(Registration(name, "rewrite", fn, self.plugin, self._sink.layer, override))
+
+
+@dataclass(frozen=True)
+class PytreeNode:
+    """A container type the capture must see through, as ``torch.utils._pytree`` registers it.
+
+    ``flatten_with_keys(obj) -> (children_with_keys, context)`` and
+    ``unflatten(children, context) -> obj`` as for ``register_pytree_node``. The key
+    entries name the ONNX inputs and outputs: a leaf inside the container is named
+    ``input_names`` (as a graph input) or ``output_names`` (as a graph output) with
+    ``{path}`` replaced by where the container sits (``past_key_values``) and ``{key}``
+    by the leaf's keys inside it joined by dots (``0.key``); None keeps pt2onnx's
+    default names (``past_key_values_0_key`` in, ``past_key_values.0.key`` out).
+    """
+
+    cls: type
+    flatten_with_keys: Callable[[Any], tuple[list[tuple[Any, Any]], Any]]
+    unflatten: Callable[[Any, Any], Any]
+    serialized_type_name: str
+    to_dumpable_context: Callable[[Any], Any] | None = None
+    from_dumpable_context: Callable[[Any], Any] | None = None
+    input_names: str | None = None
+    output_names: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The registration's name: the type's ``module.qualname``."""
+        return f"{self.cls.__module__}.{self.cls.__qualname__}"
+
+
+class PreparationRegistrar(_Registrar):
+    """Handed to ``pt2onnx_register_capture_preparations``: what must surround ``torch.export``."""
+
+    def pytree(
+        self,
+        cls: type,
+        flatten_with_keys: Callable[[Any], tuple[list[tuple[Any, Any]], Any]],
+        unflatten: Callable[[Any, Any], Any],
+        *,
+        serialized_type_name: str | None = None,
+        to_dumpable_context: Callable[[Any], Any] | None = None,
+        from_dumpable_context: Callable[[Any], Any] | None = None,
+        input_names: str | None = None,
+        output_names: str | None = None,
+        override: bool = False,
+    ) -> None:
+        """Register the container type ``cls`` with ``torch.utils._pytree`` before capture.
+
+        The registration is made once per process, by the first export that loads the
+        plugin, and stays: the exported program's input and output specs hold ``cls``,
+        and running, verifying or saving it flattens ``cls`` again. ``serialized_type_name``
+        (default ``module.qualname``) and the dumpable-context pair are what
+        ``torch.export.save`` writes. ``input_names``/``output_names`` name the leaves (see
+        :class:`PytreeNode`). A type some other code already registered is left as it is.
+        """
+        if not isinstance(cls, type):
+            raise TypeError(f"plugin {self.plugin!r}: register.pytree takes a class, got {cls!r}")
+        for what, fn in (("flatten_with_keys", flatten_with_keys), ("unflatten", unflatten)):
+            if not callable(fn):
+                raise TypeError(f"plugin {self.plugin!r}: pytree {what} for {cls.__qualname__} is not callable: {fn!r}")
+        for what, template in (("input_names", input_names), ("output_names", output_names)):
+            if template is not None:
+                _check_template(self.plugin, what, template)
+        node = PytreeNode(
+            cls,
+            flatten_with_keys,
+            unflatten,
+            serialized_type_name or f"{cls.__module__}.{cls.__qualname__}",
+            to_dumpable_context,
+            from_dumpable_context,
+            input_names,
+            output_names,
+        )
+        self._add_prepared("pytree", node.name, flatten_with_keys, override, node)
+
+    def patch(self, name: str, patch: Callable[[Any], Any], *, override: bool = False) -> None:
+        """Register ``patch(model)``: a context manager entered around ``torch.export``, or None.
+
+        For model code that cannot be traced as it is (a Python loop over a sequence
+        length, a data-dependent branch): ``patch`` returns a context manager that swaps
+        in a traceable equivalent while capture runs, or None when ``model`` does not need
+        it. Patches run under the capture lock, so a class attribute swapped there is
+        seen by no other thread's trace; they must restore everything on exit.
+        """
+        self._check_name(name, "patch")
+        self._add_prepared("patch", name, patch, override)
+
+    def dynamic_shapes(self, name: str, hint: Callable[..., Any], *, override: bool = False) -> None:
+        """Register ``hint(model, args, kwargs)``: dynamic shapes for some of the model's arguments, or None.
+
+        With ``dynamic_shapes="auto"``, the spec the hint returns (keyed by ``forward``'s
+        parameter names, as ``torch.export`` takes it; ``Dim`` names name the ONNX dims)
+        replaces the every-dim-``AUTO`` spec of those arguments. None: the hint does not
+        apply to this model. Hints of a higher layer win for the arguments both name.
+        """
+        self._check_name(name, "dynamic_shapes hint")
+        self._add_prepared("dynamic_shapes", name, hint, override)
+
+    def _check_name(self, name: str, what: str) -> None:
+        if not isinstance(name, str) or not all(part.isidentifier() for part in name.split(".")):
+            raise ValueError(f"plugin {self.plugin!r}: {what} name {name!r} is not a dotted identifier")
+
+    def _add_prepared(self, kind: Kind, name: str, fn: Callable[..., Any], override: bool, data: Any = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"plugin {self.plugin!r}: {kind} {name!r} is not callable: {fn!r}")
+        self._sink.registrations.append(Registration(name, kind, fn, self.plugin, self._sink.layer, override, data))
+
+
+def _check_template(plugin: str, what: str, template: str) -> None:
+    try:
+        template.format(path="p", key="k")
+    except (KeyError, IndexError, ValueError) as e:
+        raise ValueError(
+            f"plugin {plugin!r}: pytree {what}={template!r} may use only {{path}} and {{key}}: {e}"
+        ) from None
 
 
 def _single_node(

@@ -20,11 +20,13 @@ from .errors import PluginConflictError, PluginError
 from .opnames import lookup_keys, op_name
 from .plugin_manager import PluginSet, hook_callers, load_plugins
 from .registration import (
+    PREPARATION_KINDS,
     ConverterRegistrar,
     CustomOpRegistrar,
     DecompositionRegistrar,
     Layer,
     LoweringRegistrar,
+    PreparationRegistrar,
     Registration,
     RewriteRegistrar,
     _Registrar,
@@ -39,6 +41,7 @@ _HOOKS: tuple[tuple[str, type[_Registrar]], ...] = (
     ("pt2onnx_register_custom_ops", CustomOpRegistrar),
     ("pt2onnx_register_decompositions", DecompositionRegistrar),
     ("pt2onnx_register_rewrites", RewriteRegistrar),
+    ("pt2onnx_register_capture_preparations", PreparationRegistrar),
 )
 
 
@@ -66,6 +69,9 @@ def conflict_error(op: str, registrations: Sequence[Registration]) -> PluginConf
     names = ", ".join(f"{r.plugin!r} ({r.kind})" for r in registrations)
     if registrations[0].kind == "rewrite":
         what, where = "rewrite", "register.rewrite(name, fn, override=True)"
+    elif registrations[0].kind in PREPARATION_KINDS:
+        what = "capture preparation"
+        where = "register.pytree(cls, ..., override=True), register.patch(name, fn, override=True), ..."
     else:
         what = "op"
         where = (
@@ -112,7 +118,8 @@ def _most_specific(entries: Sequence[Entry]) -> Entry | None:
 
 
 class Registry:
-    """Every op's handler (converter, lowering, custom-op handler or decomposition), keeps and rewrites, resolved.
+    """Every op's handler (converter, lowering, custom-op handler or decomposition), keeps, rewrites and
+    capture preparations, resolved.
 
     ``lookup`` and ``decomposition`` are what an export asks; they raise the
     :class:`PluginConflictError` of an op in conflict. ``find``, ``converts`` and
@@ -124,18 +131,23 @@ class Registry:
         self.registrations = list(registrations)
         handling: dict[str, list[Registration]] = defaultdict(list)
         rewriting: dict[str, list[Registration]] = defaultdict(list)
+        preparing: dict[str, list[Registration]] = defaultdict(list)
         self.kept: set[str] = set()
         for r in self.registrations:
             if r.kind == "keep":
                 self.kept.add(r.op)
             elif r.kind == "rewrite":
                 rewriting[r.op].append(r)
+            elif r.kind in PREPARATION_KINDS:
+                preparing[r.op].append(r)
             else:
                 handling[r.op].append(r)
         #: Every registered op name's entry (its handlers of all kinds, resolved by layer).
         self.handlers = {op: _resolve(regs) for op, regs in handling.items()}
         #: Rewrite passes by name, in the order their names were first registered.
         self.rewrites = {name: _resolve(regs) for name, regs in rewriting.items()}
+        #: Capture preparations (pytree types, patches, dynamic-shape hints) by name, in registration order.
+        self.preparations = {name: _resolve(regs) for name, regs in preparing.items()}
         self._cache: dict[str, Entry | None] = {}
 
     @property
@@ -233,7 +245,7 @@ class Registry:
         """The entries where ``plugin`` wins over registrations of other plugins."""
         return [
             e
-            for table in (self.handlers, self.rewrites)
+            for table in (self.handlers, self.rewrites, self.preparations)
             for e in table.values()
             if not e.conflict and e.winner.plugin == plugin and any(s.plugin != plugin for s in e.shadowed)
         ]

@@ -103,8 +103,10 @@ class Contribution:
     """One registration that did work in an export.
 
     ``kind`` is ``converter``, ``lowering`` or ``custom_op`` (it translated at least one
-    node), ``decomposition`` (it was applied in a re-trace) or ``rewrite`` (it changed
-    the graph). ``name`` is the op or rewrite name it was registered under.
+    node), ``decomposition`` (it was applied in a re-trace), ``rewrite`` (it changed
+    the graph), or a capture preparation that applied: ``pytree`` (its type is in the
+    program's inputs or outputs), ``patch`` or ``dynamic_shapes``. ``name`` is the op,
+    rewrite or preparation name it was registered under.
     """
 
     kind: str
@@ -187,6 +189,8 @@ class Report:
     peak_rss: dict[str, float] = field(default_factory=dict)
     capture: str = ""
     capture_fallback: str | None = None
+    #: The plugins' capture preparations that applied: ``kind name (plugin [layer])``.
+    preparations: list[str] = field(default_factory=list)
     #: With ``dynamic_shapes="auto"``: per input, the dims torch kept static and why.
     static_dims: dict[str, dict[int, str]] = field(default_factory=dict)
     retraced: bool = False
@@ -257,7 +261,7 @@ class Report:
         return target
 
     def __str__(self) -> str:
-        lines = [f"capture: {self.capture}"]
+        lines = [f"prepare: {'; '.join(self.preparations) or 'nothing'}", f"capture: {self.capture}"]
         if self.capture_fallback:
             lines.append(f"  fallback because: {self.capture_fallback.splitlines()[0]}")
         for name, axes in self.static_dims.items():

@@ -117,18 +117,28 @@ class ExportResult:
         leaves = flatten_inputs(self.program, args, kwargs)
         names = user_input_names(self.program)
         onnx_inputs = set(self.input_names)
-        feeds = {name: to_ort(leaf) for name, leaf in zip(names, leaves) if name in onnx_inputs}
+        renamed = self.layout.inputs
+        feeds = {
+            renamed.get(name, name): to_ort(leaf)
+            for name, leaf in zip(names, leaves)
+            if renamed.get(name, name) in onnx_inputs
+        }
         missing = onnx_inputs - set(feeds)
         if missing:
             raise VerificationError(f"no value given for ONNX input(s) {sorted(missing)}")
         outputs = self.session().run_with_ort_values(self.output_names, feeds)
         by_name = dict(zip(self.output_names, outputs))
-        user = [from_ort(by_name[e]) if isinstance(e, str) else e[1] for e in self.layout.user]
+        user = [self._output(by_name, e) if isinstance(e, str) else e[1] for e in self.layout.user]
         for name, target in self.layout.mutations.items():
             if target in names:
                 leaves[names.index(target)].copy_(from_ort(by_name[name]))
         spec = self.program.call_spec.out_spec
         return pytree.tree_unflatten(user, spec) if spec is not None else user
+
+    def _output(self, outputs: dict[str, ort.OrtValue], name: str) -> torch.Tensor:
+        tensor = from_ort(outputs[name])
+        # Complex values come out of the model as (..., 2) real tensors.
+        return torch.view_as_complex(tensor.contiguous()) if name in self.layout.complex else tensor
 
     def verify(self, *args: Any, _atol: float | None = None, _rtol: float | None = None, **kwargs: Any) -> Verification:
         """Run eager PyTorch and onnxruntime on the same inputs and compare every output.

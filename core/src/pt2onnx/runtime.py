@@ -24,6 +24,8 @@ def to_ort(value: Any) -> ort.OrtValue:
     """A torch tensor (or Python scalar for a symbolic-int input) as an OrtValue."""
     if not isinstance(value, torch.Tensor):
         value = torch.tensor(value)
+    if value.is_complex():
+        value = torch.view_as_real(value.resolve_conj())  # the ONNX model holds complex values as (..., 2) real tensors
     value = value.detach().contiguous().cpu()
     if value.dtype == torch.bfloat16:
         # numpy has no bfloat16: hand onnxruntime the raw 16-bit words with their ONNX type.
@@ -136,6 +138,9 @@ def _measure(name: str, expected: Any, got: Any, atol: float | None, rtol: float
         gap = 0.0 if same else math.inf
         return OutputDifference(name, gap, gap, True, True, True, bool(same))
     expected = expected.detach().cpu()
+    if expected.is_complex() and isinstance(got, torch.Tensor) and got.is_complex():
+        # Real and imaginary parts, each within the tolerance of the real dtype.
+        return _measure(name, torch.view_as_real(expected.resolve_conj()), torch.view_as_real(got), atol, rtol)
     default_atol, default_rtol = tolerance(expected.dtype)
     atol = default_atol if atol is None else atol
     rtol = default_rtol if rtol is None else rtol

@@ -25,6 +25,7 @@ __all__ = [
     "check_weights",
     "dim_names",
     "flatten_inputs",
+    "key_text",
     "normalize_args",
     "output_names",
     "user_input_names",
@@ -128,14 +129,15 @@ def output_names(program: ExportedProgram) -> list[str]:
     tree = pytree.tree_unflatten(list(range(spec.num_leaves)), spec)
     names = []
     for path, _ in pytree.tree_flatten_with_path(tree)[0]:
-        parts = [_key_text(k) for k in path]
+        parts = [key_text(k) for k in path]
         if path and isinstance(path[0], pytree.SequenceKey):
             parts[0] = f"output_{parts[0]}"
         names.append(".".join(parts) or "output")
     return names
 
 
-def _key_text(key: Any) -> str:
+def key_text(key: Any) -> str:
+    """A pytree key entry as a name part: ``0`` for an index, the key or attribute name otherwise."""
     if isinstance(key, pytree.SequenceKey):
         return str(key.idx)
     if isinstance(key, pytree.MappingKey):

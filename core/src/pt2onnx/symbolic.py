@@ -1,7 +1,8 @@
 """Types and shapes of ONNX values, taken from torch's ``meta["val"]``.
 
 Symbolic dims are named after the user's ``Dim`` (``batch``, ``2*seq``); dims torch
-created itself keep torch's symbol names (``s77``).
+created itself keep torch's symbol names (``s77``). A complex tensor is a real one with a
+trailing dim of 2 (real and imaginary parts), as ONNX's ``DFT`` represents it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ class DimNames:
 def ir_type_and_shape(val: Any, dims: DimNames) -> tuple[ir.TypeProtocol, ir.Shape] | None:
     """The ONNX type and shape of a ``meta["val"]`` entry, or None when it is not a value."""
     if isinstance(val, torch.Tensor):
+        if val.is_complex():
+            # Complex values travel as real tensors with a trailing dim of 2 (real, imaginary), as DFT takes them.
+            real = torch.empty((), dtype=val.dtype).real.dtype
+            return ir.TensorType(from_torch_dtype(real)), ir.Shape([*dims.shape(val.shape), 2])
         return ir.TensorType(from_torch_dtype(val.dtype)), dims.shape(val.shape)
     if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
         return ir.TensorType(ir.DataType.INT64), ir.Shape([])

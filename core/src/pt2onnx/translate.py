@@ -9,6 +9,7 @@ Higher-order ops translate their sub-GraphModules through the same registry.
 from __future__ import annotations
 
 import itertools
+import operator
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ from .errors import ConversionError, PluginConflictError, Pt2OnnxError, Unsuppor
 from .op import Op
 from .opnames import op_name
 from .provenance import METADATA_KEYS, location_of, metadata_props
+from .registration import Registration
 from .registry import Entry, Registry
 from .symbolic import DimNames, ir_type_and_shape
 
@@ -260,6 +262,7 @@ class GraphTranslator:
             assert entry.winner.fn is not None
             fn, plugin = entry.winner.fn, entry.winner.plugin
             self.entries[op_name(node.target)] = entry
+            _check_complex(node, entry.winner)
         args = _resolve(node.args, env)
         kwargs = _resolve(node.kwargs, env)
         graph = op.builder.graph
@@ -377,6 +380,35 @@ class GraphTranslator:
             seen.add(out)
             result.append(out)
         return result
+
+
+def _is_complex(value: Any) -> bool:
+    meta = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+    if isinstance(meta, (tuple, list)):
+        return any(isinstance(m, torch.Tensor) and m.is_complex() for m in meta)
+    return isinstance(meta, torch.Tensor) and meta.is_complex()
+
+
+def _check_complex(node: torch.fx.Node, winner: Registration) -> None:
+    """Refuse complex values for a converter that does not say it handles them.
+
+    They reach converters as real tensors with a trailing dim of 2: a converter written for
+    real tensors would compute on them as on real numbers (a complex product as two real
+    ones) and emit a wrong model. Lowerings and ``getitem`` only route values, and an op
+    without output (an assertion) computes none.
+    """
+    if winner.complex_values or winner.kind == "lowering" or node.target is operator.getitem:
+        return
+    if node.meta.get("val") is None:
+        return
+    if _is_complex(node) or any(_is_complex(a) for a in _flatten([node.args, list(node.kwargs.values())])):
+        raise UnsupportedArgumentError(
+            "self",
+            "a complex tensor",
+            f"the converter of {op_name(node.target)} from plugin {winner.plugin!r} does not handle complex values",
+            hint="keep complex arithmetic out of the exported model (torch.view_as_real it right after the FFT), "
+            "or convert the op with a plugin whose converter says complex_values=True",
+        ).at(location_of(node))
 
 
 def _stamp(graph: ir.Graph, count: int, props: dict[str, str]) -> set[ir.Node]:

@@ -102,6 +102,17 @@ def test_floor_division_of_floats_rounds_like_torch():
     assert_exports_like_eager(lambda a, b: torch.div(a, b, rounding_mode="floor"), (x, y))
 
 
+@given(data=st.data(), shapes_=broadcast_shapes(min_side=0), other=st.sampled_from([None, 2, -3, 0.5, -1.5]))
+def test_floor_divide(data, shapes_, other):
+    # torch.floor_divide (``//`` on tensors) rounds toward negative infinity, as div(rounding_mode="floor").
+    a, b = _operands(data, shapes_, NUMBER_DTYPES, nonzero_ints=True)
+    args = (a, b) if other is None else (a,)
+    fn = torch.floor_divide if other is None else (lambda x: aten.floor_divide.Scalar(x, other))
+    assume(_accepted(fn, *args))
+    overload = "aten::floor_divide.default" if other is None else "aten::floor_divide.Scalar"
+    assert_exports_like_eager(lambda *xs: fn(*xs), args, expect_ops={overload: "aten"})
+
+
 @given(data=st.data(), shapes_=broadcast_shapes(min_side=0))
 def test_pow_tensors(data, shapes_):
     a_shape, b_shape = shapes_

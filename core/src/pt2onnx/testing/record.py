@@ -22,7 +22,7 @@ __all__ = ["PROVEN_KINDS", "Proof", "collecting", "record", "registered", "unpro
 Proof = tuple[str, str, str]
 
 #: The kinds of registration a test can prove (``keep`` entries do nothing to prove).
-PROVEN_KINDS = ("converter", "lowering", "custom_op", "decomposition", "rewrite")
+PROVEN_KINDS = ("converter", "lowering", "custom_op", "decomposition", "rewrite", "pytree", "patch", "dynamic_shapes")
 
 _lock = threading.Lock()
 _current: set[Proof] | None = None

@@ -18,9 +18,28 @@ def _cast(op, self):
     return op.Identity(self) if self.dtype == op.output_dtype else op.Cast(self, to=op.output_dtype)
 
 
-@converter("aten::_to_copy.default", "aten::to.dtype_layout")
+@converter("aten::_to_copy.default", "aten::to.dtype_layout", complex_values=True)
 def to_copy(op, self, **kwargs):
-    return _cast(op, self)
+    into, out_of = _is_complex(op.output_meta), _is_complex(op.node.args[0].meta.get("val"))
+    if not (into or out_of):
+        return _cast(op, self)
+    # Complex values are (..., 2) real tensors: real -> complex adds a zero imaginary part,
+    # complex -> real keeps the real part (as torch does, with a warning).
+    real = op.dtype(op.output_meta.real.dtype if into else op.output_meta.dtype)
+    if into and out_of:
+        return op.Identity(self) if self.dtype == real else op.Cast(self, to=real)
+    last = op.constant([-1], ir.DataType.INT64)
+    if into:
+        x = op.Unsqueeze(self if self.dtype == real else op.Cast(self, to=real), last)
+        return op.Concat(x, op.Mul(x, op.constant(0, real)), axis=-1)
+    part = op.Squeeze(
+        op.Slice(self, op.constant([0], ir.DataType.INT64), op.constant([1], ir.DataType.INT64), last), last
+    )
+    return part if part.dtype == real else op.Cast(part, to=real)
+
+
+def _is_complex(meta):
+    return hasattr(meta, "is_complex") and meta.is_complex()
 
 
 @converter("aten::to.dtype")

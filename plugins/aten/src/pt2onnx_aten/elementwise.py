@@ -170,6 +170,12 @@ def _float_pow_by_constant(op, base, exponent):
     return op.Pow(base, op.constant(float(exponent), base.dtype))
 
 
+@converter("aten::floor_divide.default", "aten::floor_divide.Scalar")
+def floor_divide(op, self, other):
+    # torch's floor_divide rounds toward negative infinity (since 1.13): div with rounding_mode="floor".
+    return div(op, self, other, rounding_mode="floor")
+
+
 @converter("aten::pow.Tensor_Tensor", "aten::pow.Tensor_Scalar", "aten::pow.Scalar")
 def pow_(op, self, exponent):
     dtype = op.output_dtype

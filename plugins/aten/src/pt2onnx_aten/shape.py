@@ -43,14 +43,17 @@ def flatten(op, self, start_dim=0, end_dim=-1):
     return op.Reshape(self, op.Concat(*parts, axis=0) if len(parts) > 1 else parts[0])
 
 
-@converter("aten::sym_size.int")
+@converter("aten::sym_size.int", complex_values=True)
 def sym_size(op, self, dim):
-    return op.Squeeze(op.Shape(self, start=dim, end=dim + 1 if dim != -1 else None))
+    # Dims counted by torch's rank: a complex tensor's Value has a trailing dim of 2 more.
+    axis = dim % max(_input_meta(op).dim(), 1)
+    return op.Squeeze(op.Shape(self, start=axis, end=axis + 1))
 
 
-@converter("aten::sym_numel.default")
+@converter("aten::sym_numel.default", complex_values=True)
 def sym_numel(op, self):
-    return op.ReduceProd(op.Shape(self), keepdims=0)
+    numel = op.ReduceProd(op.Shape(self), keepdims=0)
+    return op.Div(numel, op.constant(2, ir.DataType.INT64)) if _input_meta(op).is_complex() else numel
 
 
 def _input_meta(op):

@@ -1,0 +1,39 @@
+"""pt2onnx-transformers: Hugging Face models exported as they are.
+
+Installed, the pack is picked up by every export (entry point ``transformers``); block
+it with ``disable=["transformers"]`` or ``pt2onnx -p no:transformers``. It registers:
+
+* capture preparations: every cache type of the installed transformers as a pytree node
+  with named leaves (:mod:`.caches`), patches of untraceable model code (:mod:`.patches`),
+  and a hint naming the dynamic dims of tokens, masks and caches (:mod:`.inputs`);
+* a handler for the mixture-of-experts op ``transformers::grouped_mm_fallback``
+  (:mod:`.moe`).
+
+:func:`export_causal_lm` exports a causal LM with its cache in one call (CLI:
+``pt2onnx export pt2onnx_transformers.cli:causal_lm`` with ``PT2ONNX_MODEL`` naming a
+config or checkpoint, see :mod:`.cli`); :func:`greedy_decode` runs the exported graph.
+"""
+
+from __future__ import annotations
+
+from pt2onnx.plugin import CustomOpRegistrar, PreparationRegistrar, hookimpl
+
+from . import moe
+from .generation import greedy_decode
+from .inputs import causal_lm_inputs, export_causal_lm
+
+__all__ = ["causal_lm_inputs", "export_causal_lm", "greedy_decode"]
+
+
+@hookimpl
+def pt2onnx_register_capture_preparations(register: PreparationRegistrar) -> None:
+    from . import caches, inputs, patches
+
+    caches.register(register)
+    patches.register(register)
+    register.dynamic_shapes("transformers.dims", inputs.dims_hint)
+
+
+@hookimpl
+def pt2onnx_register_custom_ops(register: CustomOpRegistrar) -> None:
+    register.expand("transformers::grouped_mm_fallback", moe.grouped_mm_fallback)

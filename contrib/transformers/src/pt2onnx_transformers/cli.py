@@ -1,0 +1,84 @@
+"""``pt2onnx-transformers``: export a Hugging Face causal LM with its cache from the command line.
+
+    pt2onnx-transformers causal-lm MODEL -o model.onnx [--verify] [--report]
+
+``MODEL`` is a local checkpoint directory or a Hub model id (``AutoModelForCausalLM``);
+a directory holding only a ``config.json`` gives a random-weight model of that config.
+The export is :func:`pt2onnx_transformers.export_causal_lm`. Exit status as ``pt2onnx``'s:
+0 success, 1 error, 2 usage, 4 capture failed, 5 the model differs from eager.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from pt2onnx.errors import CaptureError, Pt2OnnxError, VerificationError
+
+from .inputs import causal_lm_inputs, export_causal_lm
+
+__all__ = ["load_causal_lm", "main"]
+
+
+def load_causal_lm(name: str) -> torch.nn.Module:
+    """The causal LM ``name`` names: a checkpoint (directory or Hub id), or random weights for a bare config."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    path = Path(name)
+    if path.is_dir() and (path / "config.json").is_file() and not any(path.glob("*.safetensors")):
+        return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path)).eval()
+    return AutoModelForCausalLM.from_pretrained(name).eval()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pt2onnx-transformers", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    lm = sub.add_parser("causal-lm", help="a causal LM with its KV cache: one graph for the prompt and each step")
+    lm.add_argument("model", metavar="MODEL", help="checkpoint directory, Hub id, or directory with a config.json")
+    lm.add_argument("-o", "--output", required=True)
+    lm.add_argument("--batch", type=int, default=2, help="example batch size (dynamic in the graph)")
+    lm.add_argument("--sequence-length", type=int, default=3)
+    lm.add_argument("--past-sequence-length", type=int, default=5)
+    lm.add_argument("--opset", type=int, default=None)
+    lm.add_argument("--verify", action="store_true", help="run a decoding step in onnxruntime and compare with eager")
+    lm.add_argument("--report", action="store_true", help="print the export report")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``pt2onnx-transformers`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        model = load_causal_lm(args.model)
+    except (OSError, ValueError) as e:
+        print(f"pt2onnx-transformers: error: cannot load {args.model!r}: {e}", file=sys.stderr)
+        return 2
+    try:
+        sizes = {"batch": args.batch, "sequence_length": args.sequence_length}
+        result = export_causal_lm(model, **sizes, past_sequence_length=args.past_sequence_length, opset=args.opset)
+        result.save(args.output)
+        print(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
+        print(f"inputs: {', '.join(result.input_names)}\noutputs: {', '.join(result.output_names)}")
+        if args.report:
+            print(result.report)
+        if args.verify:
+            # Other sizes than the example's: another batch, one new token, a longer past.
+            step = causal_lm_inputs(model, batch=3, sequence_length=1, past_sequence_length=7, seed=1)
+            check = result.verify(**step, use_cache=True)
+            print(check)
+            if not check.ok:
+                raise VerificationError(
+                    "the exported model differs from eager PyTorch beyond the tolerance (see above)"
+                )
+    except Pt2OnnxError as e:
+        print(f"pt2onnx-transformers: error: {e}", file=sys.stderr)
+        return 5 if isinstance(e, VerificationError) else 4 if isinstance(e, CaptureError) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""Greedy decoding with an exported causal LM in onnxruntime, feeding ``present`` back as the past."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import pt2onnx
+
+__all__ = ["empty_past", "greedy_decode"]
+
+PAST_PREFIX = "past_key_values."
+PRESENT_PREFIX = "present."
+
+
+def empty_past(result: pt2onnx.ExportResult, batch: int) -> dict[str, np.ndarray]:
+    """A zero-length past for every ``past_key_values.*`` input: ``(batch, heads, 0, head_dim)`` of its dtype."""
+    past = {}
+    for value in result.model.graph.inputs:
+        name = value.name or ""
+        if not name.startswith(PAST_PREFIX):
+            continue
+        if value.shape is None or value.shape.rank() != 4 or not isinstance(value.shape[1], int):
+            raise ValueError(f"{name} is not a (batch, heads, length, head_dim) key or value: {value.shape}")
+        shape = (batch, value.shape[1], 0, value.shape[3])
+        dtype = value.dtype.numpy() if value.dtype is not None else np.float32
+        past[name] = np.zeros(shape, dtype=dtype)
+    return past
+
+
+def greedy_decode(result: pt2onnx.ExportResult, input_ids: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
+    """The prompt and ``max_new_tokens`` tokens, each the argmax of the last logits, decoded in onnxruntime.
+
+    ``result`` is an export of a causal LM with its cache (:func:`pt2onnx_transformers.export_causal_lm`):
+    the prompt runs with an empty past, every next step with the previous step's ``present``.
+    """
+    session = result.session()
+    names = result.output_names
+    takes_mask = "attention_mask" in result.input_names
+    batch = input_ids.shape[0]
+    tokens = input_ids
+    step_ids = input_ids.numpy()
+    past = empty_past(result, batch)
+    length = 0
+    for _ in range(max_new_tokens):
+        feeds = {"input_ids": step_ids, **past}
+        length += step_ids.shape[1]
+        if takes_mask:
+            feeds["attention_mask"] = np.ones((batch, length), dtype=np.int64)
+        outputs = dict(zip(names, session.run(names, feeds)))
+        next_ids = outputs["logits"][:, -1].argmax(-1)[:, None].astype(np.int64)
+        tokens = torch.cat([tokens, torch.from_numpy(next_ids)], dim=1)
+        past = {
+            PAST_PREFIX + n.removeprefix(PRESENT_PREFIX): v for n, v in outputs.items() if n.startswith(PRESENT_PREFIX)
+        }
+        step_ids = next_ids
+    return tokens

@@ -1,0 +1,150 @@
+"""Example inputs and dynamic shapes from a model's config, as optimum's input generators build them.
+
+:func:`export_causal_lm` exports a causal LM with its KV cache in one call: one graph
+for the prompt (an empty past) and every decoding step, with named dynamic dims
+``batch``, ``sequence_length`` and ``past_sequence_length`` (the mask's length is
+dynamic too). :func:`dims_hint` is the dynamic-shape hint this pack
+registers: with ``dynamic_shapes="auto"`` it names those dims on any transformers
+model's token, mask and cache arguments.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.export import Dim
+
+import pt2onnx
+
+from .caches import cache_dims
+
+__all__ = ["causal_lm_inputs", "dims_hint", "export_causal_lm", "is_transformers_model"]
+
+#: Token-like arguments: (batch, sequence) with these dim names.
+_TOKENS = {
+    "input_ids": "sequence_length",
+    "position_ids": "sequence_length",
+    "token_type_ids": "sequence_length",
+    "inputs_embeds": "sequence_length",
+    "decoder_input_ids": "sequence_length",
+    "decoder_position_ids": "sequence_length",
+}
+#: Masks: (batch, past + sequence). torch relates their length to the others' by a guard no
+#: named ``Dim`` can state (``mask >= past + sequence``), so it stays ``Dim.AUTO``.
+_MASKS = {"attention_mask", "decoder_attention_mask"}
+#: Arguments read from the encoder's output: (batch, encoder sequence).
+_ENCODER = {"encoder_hidden_states", "encoder_attention_mask", "encoder_outputs"}
+
+
+def is_transformers_model(model: Any) -> bool:
+    """Whether ``model`` is a transformers ``PreTrainedModel`` (without importing transformers' models)."""
+    modeling = sys.modules.get("transformers.modeling_utils")
+    return modeling is not None and isinstance(model, modeling.PreTrainedModel)
+
+
+def _dims() -> Callable[[str, int], Any]:
+    """``dim(name, size)``: one shared ``Dim(name)`` per name; ``Dim.AUTO`` for sizes 0 and 1, which torch specializes."""
+    made: dict[str, Any] = {}
+
+    def dim(name: str, size: int) -> Any:
+        if size < 2:
+            return Dim.AUTO
+        return made.setdefault(name, Dim(name))
+
+    return dim
+
+
+def dims_hint(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """Named dynamic dims for a transformers model's tokens, masks, encoder states and caches.
+
+    The capture-preparation hint of this pack: with ``dynamic_shapes="auto"``, these
+    replace the anonymous ``Dim.AUTO`` of the arguments it knows. None for other models.
+    """
+    if not is_transformers_model(model):
+        return None
+    from transformers.cache_utils import Cache, EncoderDecoderCache
+
+    try:
+        bound = _signature(model).bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    dim = _dims()
+    spec: dict[str, Any] = {}
+    for name, value in bound.items():
+        if isinstance(value, (Cache, EncoderDecoderCache)):
+            spec[name] = cache_dims(value, dim)
+        elif isinstance(value, torch.Tensor) and value.dim() >= 2 and name in _TOKENS:
+            spec[name] = {0: dim("batch", value.shape[0]), 1: dim(_TOKENS[name], value.shape[1])}
+        elif isinstance(value, torch.Tensor) and value.dim() == 2 and name in _MASKS:
+            spec[name] = {0: dim("batch", value.shape[0]), 1: Dim.AUTO}
+        elif name in _ENCODER:
+            spec[name] = _encoder_dims(value, dim)
+    return spec or None
+
+
+def _encoder_dims(value: Any, dim: Callable[[str, int], Any]) -> Any:
+    if isinstance(value, torch.Tensor):
+        return {0: dim("batch", value.shape[0]), 1: dim("encoder_sequence_length", value.shape[1])}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_encoder_dims(v, dim) for v in value)
+    return None
+
+
+def _signature(model: Any) -> Any:
+    import inspect
+
+    return inspect.signature(model.forward)
+
+
+def causal_lm_inputs(
+    model: torch.nn.Module, *, batch: int = 2, sequence_length: int = 3, past_sequence_length: int = 5, seed: int = 0
+) -> dict[str, Any]:
+    """Example inputs of one decoding step of a causal LM: ``input_ids``, ``attention_mask``, ``past_key_values``.
+
+    The cache is the one the model itself builds for ``past_sequence_length`` random tokens,
+    so its layer types (full, sliding, linear attention) and shapes are the model's own.
+    Attention layers are built as plain ``DynamicLayer``: a sliding window is then applied
+    by the attention mask alone, and the graph does not bake in a token counter.
+    """
+    from transformers.cache_utils import DynamicCache, get_layer_types_and_kwargs
+
+    config = model.config
+    vocab = config.get_text_config(decoder=True).vocab_size
+    generator = torch.Generator().manual_seed(seed)
+    past_ids = torch.randint(0, vocab, (batch, past_sequence_length), generator=generator)
+    ids = torch.randint(0, vocab, (batch, sequence_length), generator=generator)
+    layer_types, _ = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
+    attention_only = set(layer_types) <= {"full_attention", "sliding_attention", "chunked_attention"}
+    empty = DynamicCache() if attention_only else DynamicCache(config=config)
+    with torch.no_grad():
+        past = model(input_ids=past_ids, past_key_values=empty, use_cache=True).past_key_values
+    mask = torch.ones(batch, past_sequence_length + sequence_length, dtype=torch.int64)
+    return {"input_ids": ids, "attention_mask": mask, "past_key_values": past}
+
+
+def export_causal_lm(
+    model: torch.nn.Module,
+    *,
+    batch: int = 2,
+    sequence_length: int = 3,
+    past_sequence_length: int = 5,
+    **export_options: Any,
+) -> pt2onnx.ExportResult:
+    """Export a causal LM with its KV cache: one graph for the prompt and every decoding step.
+
+    Inputs ``input_ids`` (batch, sequence_length), ``attention_mask`` (batch, past +
+    sequence length) and ``past_key_values.{i}.key``/``.value`` (batch, heads,
+    past_sequence_length, head_dim); outputs ``logits`` and ``present.{i}.key``/``.value``.
+    Feed an empty past (length 0) for the prompt and each step's ``present`` back as the
+    next step's past. ``export_options`` go to :func:`pt2onnx.export`.
+    """
+    if not is_transformers_model(model):
+        raise TypeError(f"export_causal_lm takes a transformers PreTrainedModel, got {type(model).__name__}")
+    inputs = causal_lm_inputs(
+        model.eval(), batch=batch, sequence_length=sequence_length, past_sequence_length=past_sequence_length
+    )
+    export_options.setdefault("dynamic_shapes", "auto")
+    return pt2onnx.export(model, (), {**inputs, "use_cache": True}, **export_options)

@@ -1,0 +1,28 @@
+"""``pt2onnx-transformers causal-lm``: the command-line form of ``export_causal_lm``."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+from tiny_models import causal_lm
+
+from pt2onnx_transformers.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_checkpoint_directory_exports_verified(tmp_path, capsys):
+    causal_lm("qwen2").save_pretrained(tmp_path / "qwen2")
+    output = tmp_path / "qwen2.onnx"
+    assert main(["causal-lm", str(tmp_path / "qwen2"), "-o", str(output), "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "inputs: input_ids, attention_mask, past_key_values.0.key" in out
+    assert "outputs: logits, present.0.key" in out
+    assert "max abs" in out and "BAD" not in out
+    names = [i.name for i in onnx.load(output).graph.input]
+    assert names[:3] == ["input_ids", "attention_mask", "past_key_values.0.key"]
+
+
+def test_a_missing_model_is_a_usage_error(tmp_path, capsys):
+    assert main(["causal-lm", str(tmp_path / "nowhere"), "-o", str(tmp_path / "m.onnx")]) == 2
+    assert "cannot load" in capsys.readouterr().err
