@@ -17,19 +17,30 @@ from .assemble import assemble
 from .capture import as_module, capture
 from .decompose import Decomposed, decompose
 from .dynamic import AUTO, input_dim_names, resolve_dynamic_shapes, static_dims
+from .errors import OptionError
 from .module_functions import ModuleSelection, outline_modules
 from .opset import check_opset
 from .optimize import PassEffect, count_nodes, select_passes
 from .optimize import optimize as run_passes
 from .plugin_manager import load_plugins
+from .precision import cast_inputs, check_dtype, converted_model, keep_io_dtypes, weights_dtype
 from .project import project_root
 from .provenance import SourcePaths, apply_source_paths, check_source_paths
 from .registry import Registry, build_registry
 from .report import Contribution, OpUsage, Report, function_id
 from .result import ExportResult
-from .signature import check_example_inputs, check_outputs, check_weights, dim_names, normalize_args
+from .signature import check_example_inputs, check_outputs, dim_names, normalize_args
 from .symbolic import DimNames
 from .translate import GraphTranslator, TranslatedGraph
+from .weights import (
+    Weights,
+    WeightSource,
+    attach_weights,
+    holds_meta_tensors,
+    inputs_on_meta,
+    mapping_source,
+    open_weights,
+)
 
 __all__ = ["export"]
 
@@ -77,6 +88,11 @@ def export(
     unknown_custom_ops: Literal["error", "emit"] = "error",
     modules_as_functions: ModuleSelection = False,
     source_paths: SourcePaths = "relative",
+    weights: Weights | None = None,
+    dtype: torch.dtype | None = None,
+    keep_io_dtype: bool = True,
+    max_shard_bytes: int | None = None,
+    quiet: bool = False,
 ) -> ExportResult:
     """Export a PyTorch model to ONNX.
 
@@ -104,6 +120,22 @@ def export(
             (``pt2onnx.source``): ``"relative"`` to the project root (the directory of the
             nearest pyproject.toml, else the working directory), ``"full"``, or ``"none"``
             (no source lines). Error messages always show full paths.
+        weights: where the weights' values are, for a model built on the meta device
+            (``with torch.device("meta"): ...``, which capture needs no more than): a
+            safetensors file, a folder of shards with its ``model.safetensors.index.json``,
+            or a mapping of qualified names to tensors. It is matched to the model now (one
+            :class:`~pt2onnx.errors.WeightsError` lists every missing, extra, mis-shaped or
+            mis-typed tensor) and read one tensor at a time when the model is saved.
+            Without it, a meta-device model exports but cannot be saved or run.
+        dtype: convert the floating weights and the computation to this dtype
+            (``torch.float16``, ``torch.bfloat16``): the model is captured as
+            ``model.to(dtype)`` computes (on a meta-device copy; the model is left as it
+            is) and its weights are converted one at a time as they are written.
+        keep_io_dtype: with ``dtype``, keep the floating inputs in the example inputs'
+            dtype and the outputs in the weights' original dtype (``Cast`` nodes at the
+            graph's edges); ``False``: they are in ``dtype``.
+        max_shard_bytes: with ``f``, split the external data into files of at most this size.
+        quiet: with ``f``, no progress bar (one is shown on a terminal only).
 
     Returns:
         An :class:`ExportResult` with ``.model``, ``.model_proto``, ``.save()``, ``.run()``,
@@ -123,16 +155,28 @@ def export(
     report.plugins = list(plugin_set.plugins.values())
     report.broken_plugins = list(plugin_set.broken)
 
+    with report.phase("weights"):
+        source = open_weights(weights) if weights is not None else None
+
     with report.phase("capture"):
         eager = None if isinstance(model, ExportedProgram) else as_module(model)
         check_example_inputs(args, kwargs)
-        if eager is not None:
-            check_weights(eager)
-        shapes = resolve_dynamic_shapes(dynamic_shapes, eager.forward if eager else None, args, kwargs, others)
-        captured = capture(eager or model, args, kwargs, dynamic_shapes=shapes, strict=strict, fallback=fallback)
+        example_args, example_kwargs = args, kwargs
+        to_capture, original_dtypes, own_values = eager, None, None
+        if dtype is not None:
+            to_capture, original_dtypes, own_values = _converted(eager, check_dtype(dtype))
+            source = source or own_values
+            args, kwargs = cast_inputs(args, kwargs, dtype)
+            others = [cast_inputs(a, k, dtype) for a, k in others]
+        if to_capture is not None and holds_meta_tensors(to_capture):
+            args, kwargs = inputs_on_meta(args, kwargs)
+            others = [inputs_on_meta(a, k) for a, k in others]
+        forward = to_capture.forward if to_capture is not None else None
+        shapes = resolve_dynamic_shapes(dynamic_shapes, forward, args, kwargs, others)
+        captured = capture(to_capture or model, args, kwargs, dynamic_shapes=shapes, strict=strict, fallback=fallback)
         check_outputs(captured.program)
     report.capture, report.capture_fallback = captured.strategy, captured.fallback_reason
-    if dynamic_shapes == AUTO and eager is not None:
+    if dynamic_shapes == AUTO and to_capture is not None:
         report.static_dims = static_dims(captured.program, args, kwargs)
 
     with report.phase("decompose"):
@@ -151,7 +195,13 @@ def export(
 
     with report.phase("assemble"):
         onnx_model, layout = assemble(program, translated, target_opset)
+        if dtype is not None and keep_io_dtype:
+            outputs = weights_dtype(original_dtypes or {})
+            keep_io_dtypes(onnx_model, program, example_args, example_kwargs, dtype, outputs)
     report.ops = _op_usage(registry, translated, decomposed.applied)
+
+    with report.phase("weights"):
+        attach_weights(onnx_model, program, source, original_dtypes=original_dtypes, model_values=own_values)
     report.nodes_translated = count_nodes(onnx_model)
 
     with report.phase("optimize"):
@@ -160,7 +210,20 @@ def export(
     report.contributions = _contributions(translated, decomposed, registry, report.passes)
     apply_source_paths(onnx_model, source_paths, project_root())
 
-    result = ExportResult(onnx_model, program, layout, report, eager)
+    result = ExportResult(onnx_model, program, layout, report, eager, dtype)
     if f is not None:
-        result.save(f)
+        result.save(f, max_shard_bytes=max_shard_bytes, quiet=quiet)
     return result
+
+
+def _converted(
+    eager: torch.nn.Module | None, dtype: torch.dtype
+) -> tuple[torch.nn.Module, dict[str, torch.dtype], WeightSource | None]:
+    """The module to capture for ``dtype=``, its tensors' original dtypes, and the values it holds."""
+    if eager is None:
+        raise OptionError(
+            "dtype= converts an nn.Module; an ExportedProgram is exported in the dtypes it was captured in",
+            hint="pass the module itself, or capture it converted (model.to(dtype)) and drop dtype=",
+        )
+    twin, original_dtypes, own = converted_model(eager, dtype)
+    return twin, original_dtypes, mapping_source(own, "the model's own weights") if own else None
