@@ -125,6 +125,7 @@ def keep_io_dtypes(
     for value in graph.inputs:
         if value.name not in dtype_of or value.dtype != compute_ir:
             continue
+        uses = list(value.uses())  # before the Cast becomes one
         cast = ir.node("Cast", inputs=[value], attributes={"to": compute_ir}, num_outputs=1)
         converted = cast.outputs[0]
         converted.name, converted.dtype, converted.shape = (
@@ -132,7 +133,7 @@ def keep_io_dtypes(
             compute_ir,
             value.shape,
         )
-        for user, index in list(value.uses()):
+        for user, index in uses:
             user.replace_input_with(index, converted)
         if first is not None:
             graph.insert_before(first, cast)

@@ -13,6 +13,7 @@ import onnx_ir as ir
 import onnxruntime as ort
 import torch
 import torch.utils._pytree as pytree
+from onnx_ir.tensor_adapters import from_torch_dtype
 from torch.export import ExportedProgram
 
 from .assemble import OutputLayout
@@ -194,7 +195,10 @@ class ExportResult:
         with self.report.phase("verify"):
             with torch.no_grad():
                 expected = eager(*eager_args, **eager_kwargs)
-            got = self.run(*_clone(args), **_clone(kwargs))
+            onnx_args, onnx_kwargs = _clone(args), _clone(kwargs)
+            if self.dtype is not None and any(v.dtype == from_torch_dtype(self.dtype) for v in self.model.graph.inputs):
+                onnx_args, onnx_kwargs = cast_inputs(onnx_args, onnx_kwargs, self.dtype)  # keep_io_dtype=False
+            got = self.run(*onnx_args, **onnx_kwargs)
             if self.dtype is not None:
                 got = _like(got, expected)
             names = [e for e in self.layout.user if isinstance(e, str)]

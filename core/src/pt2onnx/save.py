@@ -65,8 +65,8 @@ _OLD_MODEL_PARSE_LIMIT = 256 * 2**20
 # Initializers smaller than this stay in the model file when the weights go to external data (as onnx_ir does).
 _INLINE_LIMIT = 256
 
-#: Called with each initializer's tensor once it is written.
-Advance = Callable[[ir.TensorProtocol], None]
+#: Called with each initializer once its values are written.
+Advance = Callable[[ir.Value], None]
 
 
 def _weights_nbytes(model: ir.Model) -> int:
@@ -244,15 +244,29 @@ def _write_external(
             name = _shard_name(data_name, token, index, len(shards))
             files.append(directory / name)
             tensors = [v.const_value for v in shard]
+
+            def written_before(
+                tensor: object, info: ir.external_data.CallbackInfo, shard: list[ir.Value] = shard
+            ) -> None:
+                if info.index:  # called as each tensor starts: the one before it is written
+                    advance(shard[info.index - 1])
+
             external = ir.external_data.convert_tensors_to_external(
                 tensors,  # type: ignore[arg-type]
                 base_dir=directory,
                 relative_path=name,
-                callback=lambda tensor, info: advance(tensor),
+                callback=written_before,
             )
+            if shard:
+                advance(shard[-1])
             for value, written in zip(shard, external):
                 value.const_value = written
         ir.save(model, staged, format="protobuf")
+        inline = set(values)
+        for graph in model.graphs():
+            for value in graph.initializers.values():
+                if value not in inline and value.const_value is not None:
+                    advance(value)
     finally:
         for value, tensor in originals:
             value.const_value = tensor
@@ -409,7 +423,7 @@ def _write_streamed(model: ir.Model, f: BinaryIO, advance: Advance | None = None
         f.write(payload)
         del payload  # a weight read from a checkpoint is dropped before the next is read
         if advance is not None:
-            advance(value.const_value)
+            advance(value)
 
 
 def _raw_bytes(tensor: ir.TensorProtocol) -> memoryview:
@@ -445,6 +459,12 @@ def _progress(model: ir.Model, target: Path, quiet: bool) -> Iterator[Advance]:
         TimeRemainingColumn(),
         TextColumn("{task.description}"),
     )
-    with Progress(*columns, console=console) as bar:
+    # Drawn once per tensor (not on a timer): every tensor's name shows, and nothing is drawn between.
+    with Progress(*columns, console=console, auto_refresh=False) as bar:
         task = bar.add_task("", total=total)
-        yield lambda tensor: bar.update(task, advance=tensor.nbytes, description=tensor.name or "")
+
+        def advance(value: ir.Value) -> None:
+            nbytes = value.const_value.nbytes if value.const_value is not None else 0
+            bar.update(task, advance=nbytes, description=value.name or "", refresh=True)
+
+        yield advance
