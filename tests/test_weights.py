@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import onnx
 import onnxruntime as ort
@@ -289,3 +290,14 @@ def test_progress_names_each_tensor_on_a_terminal_and_is_silent_otherwise(tmp_pa
     monkeypatch.undo()
     result.save(tmp_path / "c.onnx")  # stderr is no terminal under pytest
     assert capsys.readouterr().err == ""
+
+
+# -- docs ----------------------------------------------------------------------------------------
+
+
+def test_the_large_models_guide_runs_as_written(capsys):
+    text = (Path(__file__).resolve().parents[1] / "docs" / "large_models.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    exec(compile(code, "docs/large_models.md", "exec"), {"__name__": "__main__"})
+    printed = capsys.readouterr().out
+    assert re.search(r"^logits +float32 .* ok ok ok ok$", printed, re.M), printed
