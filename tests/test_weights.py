@@ -210,6 +210,8 @@ def test_max_shard_bytes_must_be_a_positive_int(tmp_path, limit):
         result.save(tmp_path / "mlp.onnx", max_shard_bytes=limit)
     with pytest.raises(OptionError, match="external_data=False asks for none"):
         result.save(tmp_path / "mlp.onnx", external_data=False, max_shard_bytes=1000)
+    with pytest.raises(OptionError, match=r"export\(\) saves only with f="):
+        pt2onnx.export(MLP().eval(), (torch.randn(2, 8),), max_shard_bytes=1000)
     assert list(tmp_path.iterdir()) == []
 
 

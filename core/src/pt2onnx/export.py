@@ -155,6 +155,11 @@ def export(
     report.plugins = list(plugin_set.plugins.values())
     report.broken_plugins = list(plugin_set.broken)
 
+    if f is None and (max_shard_bytes is not None or quiet):
+        raise OptionError(
+            "max_shard_bytes= and quiet= are options of saving, and export() saves only with f=",
+            hint="pass f='model.onnx' too, or give them to result.save(...)",
+        )
     with report.phase("weights"):
         source = open_weights(weights) if weights is not None else None
 
