@@ -167,3 +167,5 @@ def test_a_model_on_the_meta_device_exports_and_saving_it_asks_for_its_weights(t
     with pytest.raises(WeightsError, match=r"the weights .*weight.* have no values[\s\S]*weights="):
         result.save(tmp_path / "model.onnx")
     assert list(tmp_path.iterdir()) == []
+    with pytest.raises(WeightsError, match=r"cannot run the model: 2 weights .* have no values[\s\S]*weights="):
+        result.run(torch.randn(3, 4))

@@ -17,13 +17,14 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 from torch.export import ExportedProgram
 
 from .assemble import OutputLayout
-from .errors import VerificationError
+from .errors import VerificationError, WeightsError
 from .precision import cast_inputs
 from .provenance import METADATA_KEYS, ModuleInfo, find_node, module_of_state
 from .report import Report
 from .runtime import Verification, compare, from_ort, to_ort
 from .save import PROTOBUF_LIMIT, save_model
 from .signature import flatten_inputs, user_input_names
+from .weights import unreadable_weights
 
 __all__ = ["ExportResult"]
 
@@ -118,6 +119,14 @@ class ExportResult:
 
     def session(self, **options: Any) -> ort.InferenceSession:
         """An onnxruntime session of the model (created once; ``options`` set SessionOptions fields)."""
+        valueless = unreadable_weights(self.model)
+        if valueless:
+            raise WeightsError(
+                f"cannot run the model: {len(valueless)} weights ({', '.join(valueless[:3])}, ...) have no values "
+                "(the model is on the meta device)",
+                hint="export with the checkpoint: pt2onnx.export(..., weights='model.safetensors' or its folder, "
+                "or a state dict)",
+            )
         if self._session is None or options:
             so = ort.SessionOptions()
             for key, value in options.items():
