@@ -144,11 +144,11 @@ def test_failed_streamed_save_leaves_no_partial_file(tmp_path, monkeypatch):
 def test_failed_external_data_save_leaves_no_partial_file(tmp_path, monkeypatch):
     result = pt2onnx.export(MLP().eval(), (torch.randn(2, 8),))
 
-    def broken_save(model, path, external_data=None, **options):
-        (path.parent / external_data).write_bytes(b"partial")
+    def broken_write(tensors, base_dir, relative_path, **options):
+        (Path(base_dir) / relative_path).write_bytes(b"partial")
         raise OSError("disk full")
 
-    monkeypatch.setattr("onnx_ir.save", broken_save)
+    monkeypatch.setattr("onnx_ir.external_data.convert_tensors_to_external", broken_write)
     with pytest.raises(SaveError, match="disk full"):
         result.save(tmp_path / "model.onnx", external_data=True)
     assert os.listdir(tmp_path) == []
@@ -267,7 +267,7 @@ def _kind(path: object) -> str:
     """A file's role, independent of the save's random token: what the step labels show."""
     name = Path(os.fsdecode(path)).name if isinstance(path, (str, bytes, os.PathLike)) else "fd"
     name = re.sub(r"[0-9a-f]{16}", "<token>", name)
-    return re.sub(r"\.<token>(\.data)?\.[A-Za-z0-9_]{8}$", ".<token>\\1.<writer-tmp>", name)
+    return re.sub(r"\.<token>((?:-\d{5}-of-\d{5})?(?:\.data)?)\.[A-Za-z0-9_]{8}$", ".<token>\\1.<writer-tmp>", name)
 
 
 class _CountedFile:
@@ -348,14 +348,27 @@ def _check_holds(path: Path, result: pt2onnx.ExportResult) -> None:
         np.testing.assert_array_equal(got[name], expected[name])
 
 
-# (old layout or None, new layout): external_data of the old save and of the new one.
+# (old layout or None, new layout): external_data of the old save and of the new one, or
+# "sharded": external data in files of at most 300 bytes (the MLP's two external tensors,
+# 512 and 256 bytes, in two files).
+SHARDED = "sharded"
 SCENARIOS = {
     "nothing -> single file": (None, False),
     "nothing -> external data": (None, True),
     "single file -> external data": (False, True),
     "external data -> external data": (True, True),
     "external data -> single file": (True, False),
+    "nothing -> sharded": (None, SHARDED),
+    "single file -> sharded": (False, SHARDED),
+    "sharded -> sharded": (SHARDED, SHARDED),
+    "sharded -> external data": (SHARDED, True),
+    "sharded -> single file": (SHARDED, False),
 }
+
+
+def _layout(layout: bool | str) -> dict[str, object]:
+    """The save options of a layout of :data:`SCENARIOS`."""
+    return {"external_data": True, "max_shard_bytes": 300} if layout == SHARDED else {"external_data": layout}
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
@@ -367,14 +380,16 @@ def test_a_failure_at_any_step_leaves_the_old_model_or_the_new_one_whole(tmp_pat
         directory = base / "models"  # one name in every run: the step labels show it
         directory.mkdir(parents=True)
         if old_layout is not None:
-            old.save(directory / "model.onnx", external_data=old_layout)
+            old.save(directory / "model.onnx", **_layout(old_layout))
         return directory / "model.onnx"
 
     counting = _Steps()
     target = fresh(tmp_path / "count")
     with _counted(counting):
-        new.save(target, external_data=new_layout)
+        written = new.save(target, **_layout(new_layout))
     _check_holds(target, new)
+    if new_layout == SHARDED:
+        assert len(written) == 3 and len(_referenced_files(target)) == 2, written
     labels = counting.labels
     assert any(label.startswith("os.replace") for label in labels) and any("fsync" in label for label in labels)
     assert any(label.startswith("write") for label in labels)
@@ -388,7 +403,7 @@ def test_a_failure_at_any_step_leaves_the_old_model_or_the_new_one_whole(tmp_pat
             warnings.simplefilter("always")
             try:
                 with _counted(steps):
-                    new.save(target, external_data=new_layout)
+                    new.save(target, **_layout(new_layout))
             except SaveError as e:
                 raised = e
         where = f"failure at step {index} ({label})"

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import pt2onnx
-from pt2onnx.errors import CaptureError, ConversionError
+from pt2onnx.errors import CaptureError, ConversionError, WeightsError
 from pt2onnx.plugin import hookimpl
 from pt2onnx.runtime import compare
 from pt2onnx.testing import assert_exports_like_eager
@@ -160,8 +160,12 @@ def test_a_sparse_input_is_a_clear_capture_error():
         pt2onnx.export(lambda x: x * 2, (sparse,))
 
 
-def test_a_model_on_the_meta_device_is_a_clear_capture_error():
+def test_a_model_on_the_meta_device_exports_and_saving_it_asks_for_its_weights(tmp_path):
     with torch.device("meta"):
         model = torch.nn.Linear(4, 2)
-    with pytest.raises(CaptureError, match=r"weight.* on the meta device"):
-        pt2onnx.export(model, (torch.randn(3, 4),))
+    result = pt2onnx.export(model, (torch.randn(3, 4),))
+    with pytest.raises(WeightsError, match=r"the weights .*weight.* have no values[\s\S]*weights="):
+        result.save(tmp_path / "model.onnx")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(WeightsError, match=r"cannot run the model: 2 weights .* have no values[\s\S]*weights="):
+        result.run(torch.randn(3, 4))

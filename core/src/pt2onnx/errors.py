@@ -24,6 +24,7 @@ __all__ = [
     "UnsupportedArgumentError",
     "UnsupportedOpsError",
     "VerificationError",
+    "WeightsError",
 ]
 
 
@@ -194,6 +195,12 @@ class SaveError(Pt2OnnxError):
     """The model could not be written; no partial file is left behind."""
 
     phase = "save"
+
+
+class WeightsError(Pt2OnnxError):
+    """The weights given with ``weights=`` do not match the model, or values it needs are absent."""
+
+    phase = "weights"
 
 
 class VerificationError(Pt2OnnxError):

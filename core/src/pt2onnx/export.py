@@ -17,12 +17,13 @@ from .assemble import assemble
 from .capture import as_module, capture
 from .decompose import Decomposed, decompose
 from .dynamic import AUTO, input_dim_names, static_dims
-from .errors import UnsupportedOpsError
+from .errors import OptionError, UnsupportedOpsError
 from .module_functions import ModuleSelection, outline_modules
 from .opset import check_opset
 from .optimize import PassEffect, count_nodes, select_passes
 from .optimize import optimize as run_passes
 from .plugin_manager import load_plugins
+from .precision import cast_inputs, check_dtype, converted_model, keep_io_dtypes, weights_dtype
 from .prepare import prepare_capture
 from .progress import Progress
 from .project import project_root
@@ -30,10 +31,19 @@ from .provenance import SourcePaths, apply_source_paths, check_source_paths
 from .registry import Entry, Registry, build_registry
 from .report import Contribution, OpUsage, Report, TensorInfo, function_id, report_format
 from .result import ExportResult
-from .signature import check_example_inputs, check_outputs, check_weights, dim_names, normalize_args
+from .signature import check_example_inputs, check_outputs, dim_names, normalize_args
 from .symbolic import DimNames
 from .torch_warnings import torch_internal_warnings_silenced
 from .translate import GraphTranslator, TranslatedGraph
+from .weights import (
+    Weights,
+    WeightSource,
+    attach_weights,
+    holds_meta_tensors,
+    inputs_on_meta,
+    mapping_source,
+    open_weights,
+)
 
 __all__ = ["export"]
 
@@ -87,6 +97,10 @@ def export(
     modules_as_functions: ModuleSelection = False,
     source_paths: SourcePaths = "relative",
     report: str | os.PathLike[str] | None = None,
+    weights: Weights | None = None,
+    dtype: torch.dtype | None = None,
+    keep_io_dtype: bool = True,
+    max_shard_bytes: int | None = None,
     quiet: bool = False,
 ) -> ExportResult:
     """Export a PyTorch model to ONNX.
@@ -120,6 +134,21 @@ def export(
         report: if given, write the export report there; the suffix picks the format
             (``.md``, ``.html``, ``.json``). ``save()`` and ``verify()`` on the result
             rewrite it, so it ends up holding their sizes and differences too.
+        weights: where the weights' values are, for a model built on the meta device
+            (``with torch.device("meta"): ...``, which capture needs no more than): a
+            safetensors file, a folder of shards with its ``model.safetensors.index.json``,
+            or a mapping of qualified names to tensors. It is matched to the model now (one
+            :class:`~pt2onnx.errors.WeightsError` lists every missing, extra, mis-shaped or
+            mis-typed tensor) and read one tensor at a time when the model is saved.
+            Without it, a meta-device model exports but cannot be saved or run.
+        dtype: convert the floating weights and the computation to this dtype
+            (``torch.float16``, ``torch.bfloat16``): the model is captured as
+            ``model.to(dtype)`` computes (on a meta-device copy; the model is left as it
+            is) and its weights are converted one at a time as they are written.
+        keep_io_dtype: with ``dtype``, keep the floating inputs in the example inputs'
+            dtype and the outputs in the weights' original dtype (``Cast`` nodes at the
+            graph's edges); ``False``: they are in ``dtype``.
+        max_shard_bytes: with ``f``, split the external data into files of at most this size.
         quiet: no progress display (shown on stderr only when it is a terminal).
 
     Returns:
@@ -143,15 +172,31 @@ def export(
     export_report.plugins = list(plugin_set.plugins.values())
     export_report.broken_plugins = list(plugin_set.broken)
 
+    if f is None and max_shard_bytes is not None:
+        raise OptionError(
+            "max_shard_bytes= is an option of saving, and export() saves only with f=",
+            hint="pass f='model.onnx' too, or give them to result.save(...)",
+        )
+    with export_report.phase("weights"):
+        source = open_weights(weights) if weights is not None else None
+
     with export_report.phase("capture"), progress.phase("capture"), torch_internal_warnings_silenced():
         eager = None if isinstance(model, ExportedProgram) else as_module(model)
         check_example_inputs(args, kwargs)
-        if eager is not None:
-            check_weights(eager)
-        preparation = prepare_capture(registry, eager, args, kwargs, dynamic_shapes, others)
+        example_args, example_kwargs = args, kwargs
+        to_capture, original_dtypes, own_values = eager, None, None
+        if dtype is not None:
+            to_capture, original_dtypes, own_values = _converted(eager, check_dtype(dtype))
+            source = source or own_values
+            args, kwargs = cast_inputs(args, kwargs, dtype)
+            others = [cast_inputs(a, k, dtype) for a, k in others]
+        if to_capture is not None and holds_meta_tensors(to_capture):
+            args, kwargs = inputs_on_meta(args, kwargs)
+            others = [inputs_on_meta(a, k) for a, k in others]
+        preparation = prepare_capture(registry, to_capture, args, kwargs, dynamic_shapes, others)
         shapes = preparation.dynamic_shapes
         captured = capture(
-            eager or model,
+            to_capture or model,
             args,
             kwargs,
             dynamic_shapes=shapes,
@@ -161,9 +206,11 @@ def export(
         )
         check_outputs(captured.program)
         prepared = preparation.applied(captured.program)
-    export_report.capture, report.capture_fallback = captured.strategy, captured.fallback_reason
-    export_report.preparations = [f"{e.winner.kind} {e.winner.op} ({e.winner.plugin} [{e.winner.layer}])" for e in prepared]
-    if dynamic_shapes == AUTO and eager is not None:
+    export_report.capture, export_report.capture_fallback = captured.strategy, captured.fallback_reason
+    export_report.preparations = [
+        f"{e.winner.kind} {e.winner.op} ({e.winner.plugin} [{e.winner.layer}])" for e in prepared
+    ]
+    if dynamic_shapes == AUTO and to_capture is not None:
         export_report.static_dims = static_dims(captured.program, args, kwargs)
 
     with export_report.phase("decompose"), progress.phase("decompose"), torch_internal_warnings_silenced():
@@ -186,7 +233,13 @@ def export(
 
     with export_report.phase("assemble"), progress.phase("assemble"):
         onnx_model, layout = assemble(program, translated, target_opset, preparation.io_names(program, signature))
+        if dtype is not None and keep_io_dtype:
+            outputs = weights_dtype(original_dtypes or {})
+            keep_io_dtypes(onnx_model, program, example_args, example_kwargs, dtype, outputs)
     export_report.ops = _op_usage(registry, translated, decomposed.applied)
+
+    with export_report.phase("weights"):
+        attach_weights(onnx_model, program, source, original_dtypes=original_dtypes, model_values=own_values)
     export_report.nodes_translated = count_nodes(onnx_model)
 
     with export_report.phase("optimize"), progress.phase("optimize"):
@@ -200,7 +253,22 @@ def export(
         v.const_value.nbytes for v in onnx_model.graph.initializers.values() if v.const_value is not None
     )
 
-    result = ExportResult(onnx_model, program, layout, export_report, eager, progress=progress, report_file=report)
+    result = ExportResult(
+        onnx_model, program, layout, export_report, eager, dtype, progress=progress, report_file=report, quiet=quiet
+    )
     if f is not None:
-        result.save(f)
+        result.save(f, max_shard_bytes=max_shard_bytes, quiet=quiet)
     return result
+
+
+def _converted(
+    eager: torch.nn.Module | None, dtype: torch.dtype
+) -> tuple[torch.nn.Module, dict[str, torch.dtype], WeightSource | None]:
+    """The module to capture for ``dtype=``, its tensors' original dtypes, and the values it holds."""
+    if eager is None:
+        raise OptionError(
+            "dtype= converts an nn.Module; an ExportedProgram is exported in the dtypes it was captured in",
+            hint="pass the module itself, or capture it converted (model.to(dtype)) and drop dtype=",
+        )
+    twin, original_dtypes, own = converted_model(eager, dtype)
+    return twin, original_dtypes, mapping_source(own, "the model's own weights") if own else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ import onnxscript.rewriter
 from onnx_ir.tensor_adapters import TorchTensor
 
 from .errors import OptimizationError
+from .weights import CheckpointTensor
 
 __all__ = ["CLEANUP_PASSES", "FINISHING_PASSES", "PassEffect", "optimize", "select_passes"]
 
@@ -36,6 +38,7 @@ def _fold_weight_transposes(model: ir.Model) -> None:
     ``linear`` emits ``MatMul(x, Transpose(W))``. Folding that eagerly (as the constant
     folder does) holds a transposed copy of every weight in memory; a lazy tensor is
     transposed one at a time while saving and then dropped, so weights stay referenced.
+    A weight read from a checkpoint is transposed as it is read.
     """
     graph = model.graph
     folded: dict[tuple[ir.Value, tuple[int, ...]], ir.Value] = {}
@@ -50,7 +53,11 @@ def _fold_weight_transposes(model: ir.Model) -> None:
         if key not in folded:
             dims = tensor.shape.numpy()
             shape = ir.Shape([dims[i] for i in perm])
-            lazy = ir.LazyTensor(functools.partial(_transposed, tensor, perm), dtype=tensor.dtype, shape=shape)
+            lazy: ir.TensorProtocol
+            if isinstance(tensor, CheckpointTensor):
+                lazy = tensor.permuted(perm)
+            else:
+                lazy = ir.LazyTensor(functools.partial(_transposed, tensor, perm), dtype=tensor.dtype, shape=shape)
             value = ir.Value(name=f"{source.name}.transposed", type=source.type, shape=shape, const_value=lazy)
             graph.register_initializer(value)
             folded[key] = value
@@ -287,6 +294,33 @@ def select_passes(
     return [(name, fn) for name, fn in table.items() if chosen.get(name)]
 
 
+#: Passes that handle :class:`~pt2onnx.weights.CheckpointTensor` initializers without reading them.
+_CHECKPOINT_AWARE_PASSES = frozenset({"fold_weight_transposes"})
+
+
+@contextmanager
+def _checkpoint_values_hidden(model: ir.Model) -> Iterator[None]:
+    """Initializers read from a checkpoint look valueless to a pass, as graph inputs do.
+
+    Reading one costs a read from disk (or is impossible, without ``weights=``), and a
+    pass that folds constants or compares weights would read them all; to every pass
+    but those in :data:`_CHECKPOINT_AWARE_PASSES` they are values known by type and shape only.
+    """
+    hidden = [
+        (value, value.const_value)
+        for graph in model.graphs()
+        for value in graph.initializers.values()
+        if isinstance(value.const_value, CheckpointTensor)
+    ]
+    for value, _ in hidden:
+        value.const_value = None
+    try:
+        yield
+    finally:
+        for value, tensor in hidden:
+            value.const_value = tensor
+
+
 def optimize(model: ir.Model, passes: Iterable[tuple[str, Callable[[ir.Model], object]]]) -> list[PassEffect]:
     """Run ``passes`` (name, function) over ``model`` in place; returns what each did."""
     effects = []
@@ -294,7 +328,11 @@ def optimize(model: ir.Model, passes: Iterable[tuple[str, Callable[[ir.Model], o
         before, fingerprint = count_nodes(model), _fingerprint(model)
         start = time.perf_counter()
         try:
-            run(model)
+            if name in _CHECKPOINT_AWARE_PASSES:
+                run(model)
+            else:
+                with _checkpoint_values_hidden(model):
+                    run(model)
         except Exception as e:
             raise OptimizationError(
                 f"pass {name!r} failed: {type(e).__name__}: {e}",

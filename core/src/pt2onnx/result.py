@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 from pathlib import Path
@@ -12,22 +13,51 @@ import onnx_ir as ir
 import onnxruntime as ort
 import torch
 import torch.utils._pytree as pytree
+from onnx_ir.tensor_adapters import from_torch_dtype
 from torch.export import ExportedProgram
 
 from .assemble import OutputLayout
-from .errors import VerificationError
+from .errors import VerificationError, WeightsError
+from .precision import cast_inputs
 from .progress import Progress
 from .provenance import METADATA_KEYS, ModuleInfo, find_node, module_of_state
 from .report import Report
 from .runtime import Verification, compare, from_ort, to_ort
 from .save import PROTOBUF_LIMIT, save_model
 from .signature import flatten_inputs, user_input_names
+from .weights import unreadable_weights
 
 __all__ = ["ExportResult"]
 
 
 def _clone(tree: Any) -> Any:
     return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, tree)
+
+
+def _converted(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """``module`` with its floating weights in ``dtype``: itself if they are, else a converted copy."""
+    floating = [t for t in [*module.parameters(), *module.buffers()] if t.is_floating_point()]
+    if all(t.dtype == dtype for t in floating):
+        return module
+    return copy.deepcopy(module).to(dtype)
+
+
+def _like(got: Any, expected: Any) -> Any:
+    """The ONNX outputs, each floating one in its eager counterpart's dtype (``keep_io_dtype`` casts them back)."""
+    got_leaves, spec = pytree.tree_flatten(got)
+    expected_leaves = pytree.tree_leaves(expected)
+    if len(got_leaves) != len(expected_leaves):
+        return got
+    leaves = [
+        g.to(e.dtype)
+        if isinstance(g, torch.Tensor)
+        and isinstance(e, torch.Tensor)
+        and g.is_floating_point()
+        and e.is_floating_point()
+        else g
+        for g, e in zip(got_leaves, expected_leaves)
+    ]
+    return pytree.tree_unflatten(leaves, spec)
 
 
 class ExportResult:
@@ -39,6 +69,7 @@ class ExportResult:
         report: the :class:`~pt2onnx.report.Report` of the export.
         report_file: where the report is written (``export(report=...)``), or ``None``;
             ``save()`` and ``verify()`` rewrite it.
+        dtype: the floating dtype the model was converted to (``dtype=`` of the export), or None.
     """
 
     def __init__(
@@ -48,18 +79,22 @@ class ExportResult:
         layout: OutputLayout,
         report: Report,
         eager: torch.nn.Module | None,
+        dtype: torch.dtype | None = None,
         *,
         progress: Progress | None = None,
         report_file: str | os.PathLike[str] | None = None,
+        quiet: bool = False,
     ) -> None:
         self.model = model
         self.program = program
         self.layout = layout
         self.report = report
         self.report_file = report_file
+        self.dtype = dtype
         self._eager = eager
         self._session: ort.InferenceSession | None = None
         self._progress = progress or Progress(enabled=False)
+        self._quiet = quiet  # export(quiet=True) silences save()'s progress bar too
         self._write_report()
 
     def _write_report(self) -> None:
@@ -79,16 +114,43 @@ class ExportResult:
     def output_names(self) -> list[str]:
         return [v.name or "" for v in self.model.graph.outputs]
 
-    def save(self, path: str | os.PathLike[str], external_data: bool | str | None = None) -> list[Path]:
-        """Write the model atomically; external data automatically above protobuf's 2 GB limit."""
-        with self.report.phase("save"), self._progress.phase("save", self.report.weights_bytes, "bytes") as advance:
-            written = save_model(self.model, path, external_data, on_bytes=advance)
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        external_data: bool | str | None = None,
+        *,
+        max_shard_bytes: int | None = None,
+        quiet: bool = False,
+    ) -> list[Path]:
+        """Write the model atomically; external data automatically above protobuf's 2 GB limit.
+
+        ``max_shard_bytes`` splits the external data into files of at most that size;
+        ``quiet`` hides the progress bar shown on a terminal. Weights exported from a
+        checkpoint (``weights=``) are read from it one at a time as they are written.
+        See :func:`pt2onnx.save.save_model`.
+        """
+        with self.report.phase("save"):
+            written = save_model(
+                self.model,
+                path,
+                external_data,
+                max_shard_bytes=max_shard_bytes,
+                quiet=quiet or self._quiet,
+            )
         self.report.saved.update({str(p): p.stat().st_size for p in written})
         self._write_report()
         return written
 
     def session(self, **options: Any) -> ort.InferenceSession:
         """An onnxruntime session of the model (created once; ``options`` set SessionOptions fields)."""
+        valueless = unreadable_weights(self.model)
+        if valueless:
+            raise WeightsError(
+                f"cannot run the model: {len(valueless)} weights ({', '.join(valueless[:3])}, ...) have no values "
+                "(the model is on the meta device)",
+                hint="export with the checkpoint: pt2onnx.export(..., weights='model.safetensors' or its folder, "
+                "or a state dict)",
+            )
         if self._session is None or options:
             so = ort.SessionOptions()
             for key, value in options.items():
@@ -102,7 +164,7 @@ class ExportResult:
             else:
                 with tempfile.TemporaryDirectory() as tmp:
                     path = Path(tmp) / "model.onnx"
-                    save_model(self.model, path, external_data=True)
+                    save_model(self.model, path, external_data=True, quiet=True)
                     session = ort.InferenceSession(str(path), so, providers=providers)
             if options:
                 return session
@@ -140,7 +202,14 @@ class ExportResult:
         # Complex values come out of the model as (..., 2) real tensors.
         return torch.view_as_complex(tensor.contiguous()) if name in self.layout.complex else tensor
 
-    def verify(self, *args: Any, _atol: float | None = None, _rtol: float | None = None, **kwargs: Any) -> Verification:
+    def verify(
+        self,
+        *args: Any,
+        _atol: float | None = None,
+        _rtol: float | None = None,
+        _eager: torch.nn.Module | None = None,
+        **kwargs: Any,
+    ) -> Verification:
         """Run eager PyTorch and onnxruntime on the same inputs and compare every output.
 
         Returns a :class:`~pt2onnx.runtime.Verification` (per output: max abs/rel
@@ -148,12 +217,33 @@ class ExportResult:
         integers and bools exactly, floats within their dtype's tolerance
         (:data:`pt2onnx.runtime.TOLERANCES`) unless ``_atol``/``_rtol`` are given
         (underscored so they never clash with the model's own keyword arguments).
+
+        ``_eager`` is the model to compare with, when the exported one holds no weights
+        (built on the meta device, exported with ``weights=``): the same model with its
+        weights. A model exported with ``dtype=`` is compared with eager in that dtype:
+        a converted copy of the model, called with its floating inputs converted.
         """
-        eager = self._eager if self._eager is not None else self.program.module()
+        eager = _eager if _eager is not None else self._eager if self._eager is not None else self.program.module()
+        empty = [name for name, t in [*eager.named_parameters(), *eager.named_buffers()] if t.is_meta]
+        if empty:
+            raise VerificationError(
+                f"cannot run the model in eager PyTorch: its weights {', '.join(empty[:3])}"
+                f"{f' and {len(empty) - 3} more' if len(empty) > 3 else ''} are on the meta device",
+                hint="pass the model built with its weights: result.verify(*inputs, _eager=model)",
+            )
+        eager_args, eager_kwargs = _clone(args), _clone(kwargs)
+        if self.dtype is not None:
+            eager = _converted(eager, self.dtype)
+            eager_args, eager_kwargs = cast_inputs(eager_args, eager_kwargs, self.dtype)
         with self.report.phase("verify"):
             with torch.no_grad():
-                expected = eager(*_clone(args), **_clone(kwargs))
-            got = self.run(*_clone(args), **_clone(kwargs))
+                expected = eager(*eager_args, **eager_kwargs)
+            onnx_args, onnx_kwargs = _clone(args), _clone(kwargs)
+            if self.dtype is not None and any(v.dtype == from_torch_dtype(self.dtype) for v in self.model.graph.inputs):
+                onnx_args, onnx_kwargs = cast_inputs(onnx_args, onnx_kwargs, self.dtype)  # keep_io_dtype=False
+            got = self.run(*onnx_args, **onnx_kwargs)
+            if self.dtype is not None:
+                got = _like(got, expected)
             names = [e for e in self.layout.user if isinstance(e, str)]
             check = compare(names, expected, got, atol=_atol, rtol=_rtol)
         self.report.verifications.append(check)

@@ -21,7 +21,12 @@ data file behind; both are safe to delete.
 A single-file model is streamed: the graph is serialized without its initializers and
 each weight's bytes are written straight from the tensor that holds them, so saving
 costs no copy of the weights (a protobuf message would hold two: its fields and its
-serialized bytes).
+serialized bytes). External data is written one tensor at a time too, into one file or,
+with ``max_shard_bytes``, into shards of at most that size
+(``<stem>.<token>-00001-of-00003<suffix>``), all committed by the one rename. Weights
+read from a checkpoint (:mod:`pt2onnx.weights`) are read as they are written.
+
+On a terminal a progress bar shows each tensor as it is written (``quiet=True``: none).
 """
 
 from __future__ import annotations
@@ -35,13 +40,14 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import onnx
 import onnx_ir as ir
 
-from .errors import SaveError
+from .errors import OptionError, SaveError, WeightsError
+from .weights import unreadable_weights
 
 __all__ = ["PROTOBUF_LIMIT", "save_model"]
 
@@ -56,6 +62,12 @@ _TENSOR_RAW_DATA = (9 << 3) | 2
 # An old model file larger than this holds its weights inline: it is not parsed for data files.
 _OLD_MODEL_PARSE_LIMIT = 256 * 2**20
 
+# Initializers smaller than this stay in the model file when the weights go to external data (as onnx_ir does).
+_INLINE_LIMIT = 256
+
+#: Called with each initializer once its values are written.
+Advance = Callable[[ir.Value], None]
+
 
 def _weights_nbytes(model: ir.Model) -> int:
     return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
@@ -65,24 +77,52 @@ def save_model(
     model: ir.Model,
     path: str | os.PathLike[str],
     external_data: bool | str | None = None,
-    on_bytes: Callable[[int], None] | None = None,
+    *,
+    max_shard_bytes: int | None = None,
+    quiet: bool = False,
 ) -> list[Path]:
     """Write ``model`` to ``path`` atomically; returns the files written (data files first).
 
     Args:
         external_data: ``None``: only when the weights would exceed protobuf's 2 GB
-            limit; ``True``: always, to ``<name>.<token>.data``; a file name such as
-            ``"weights.bin"``: always, to ``weights.<token>.bin`` beside the model;
-            ``False``: never. ``token`` is fresh for every save, so the new weights never
-            overwrite those the old model reads.
-        on_bytes: called with the number of weight bytes each step wrote (progress).
+            limit (or ``max_shard_bytes`` is given); ``True``: always, to
+            ``<name>.<token>.data``; a file name such as ``"weights.bin"``: always, to
+            ``weights.<token>.bin`` beside the model; ``False``: never. ``token`` is fresh
+            for every save, so the new weights never overwrite those the old model reads.
+        max_shard_bytes: split the external data into files of at most this many bytes
+            (``<name>.<token>-00001-of-00003.data``, ...; a tensor larger than that gets a
+            file of its own). onnxruntime loads the model as it is.
+        quiet: no progress bar, even on a terminal.
 
     Raises:
+        WeightsError: the model was exported from the meta device without ``weights=``:
+            it has no values to write (nothing is written).
+        OptionError: ``max_shard_bytes`` is not a positive int, or comes with ``external_data=False``.
         SaveError: the path is a directory or its directory does not exist, the data file
             name leaves the directory, or the file system refused a step (with the path
             and the reason); the old model at ``path``, if any, is then left as it was.
     """
     target = Path(path)
+    valueless = unreadable_weights(model)
+    if valueless:
+        listed = ", ".join(valueless[:5]) + (f" and {len(valueless) - 5} more" if len(valueless) > 5 else "")
+        raise WeightsError(
+            f"cannot save to {target}: the weights {listed} have no values (the model is on the meta device)",
+            hint="export with the checkpoint: pt2onnx.export(..., weights='model.safetensors', a folder of "
+            "shards with model.safetensors.index.json, or a state dict)",
+        )
+    if max_shard_bytes is not None:
+        if isinstance(max_shard_bytes, bool) or not isinstance(max_shard_bytes, int) or max_shard_bytes <= 0:
+            raise OptionError(
+                f"max_shard_bytes={max_shard_bytes!r} is not a positive number of bytes",
+                hint="pass e.g. max_shard_bytes=2 * 2**30 for files of at most 2 GiB",
+            )
+        if external_data is False:
+            raise OptionError(
+                "max_shard_bytes splits the external data, and external_data=False asks for none",
+                hint="leave external_data out (or True, or a file name) to shard the weights",
+            )
+        external_data = True if external_data is None else external_data
     directory = target.parent
     if not directory.is_dir():
         raise SaveError(
@@ -104,7 +144,8 @@ def save_model(
     old_data = _data_files_of(target)
     staged = directory / f".{target.name}.{token}.tmp"
     try:
-        data_files = _write(model, staged, data_name, token, on_bytes)
+        with _progress(model, target, quiet) as advance:
+            data_files = _write(model, staged, data_name, token, max_shard_bytes, advance)
         for file in [*data_files, staged]:
             _fsync_file(file)
         _fsync_directory(directory)
@@ -119,7 +160,7 @@ def save_model(
             hint=_hint(e, directory),
         ) from e
     _fsync_directory(directory)
-    for file in old_data - set(data_files):
+    for file in sorted(old_data - set(data_files)):
         try:
             os.unlink(file)
         except FileNotFoundError:
@@ -145,22 +186,91 @@ def _data_name(target: Path, external_data: bool | str, token: str) -> str:
     return f"{stem}.{token}.{suffix}" if dot and stem else f"{asked}.{token}"
 
 
+def _shard_name(data_name: str, token: str, index: int, count: int) -> str:
+    """``model.onnx.<token>.data`` -> ``model.onnx.<token>-00002-of-00003.data`` (one shard: unchanged)."""
+    if count == 1:
+        return data_name
+    return data_name.replace(f".{token}", f".{token}-{index:05d}-of-{count:05d}", 1)
+
+
 def _write(
-    model: ir.Model, staged: Path, data_name: str | None, token: str, on_bytes: Callable[[int], None] | None
+    model: ir.Model, staged: Path, data_name: str | None, token: str, max_shard_bytes: int | None, advance: Advance
 ) -> list[Path]:
     """Write the model to ``staged`` (and its data beside it); returns the data files written."""
     if data_name is None and _streamable(model):
         fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
         with os.fdopen(fd, "wb") as f:
-            _write_streamed(model, f, on_bytes)
+            _write_streamed(model, f, advance)
         return []
-    ir.save(model, staged, format="protobuf", external_data=data_name)
-    if on_bytes is not None:
-        on_bytes(_weights_nbytes(model))
     if data_name is None:
+        ir.save(model, staged, format="protobuf")
         return []
-    # Sharded data would be several files; the token names every one of them.
-    return sorted(p for p in staged.parent.iterdir() if token in p.name and p != staged and p.is_file())
+    return _write_external(model, staged, data_name, token, max_shard_bytes, advance)
+
+
+def _shards(values: list[ir.Value], max_shard_bytes: int | None) -> list[list[ir.Value]]:
+    """The initializers in order, cut into runs of at most ``max_shard_bytes`` (a larger tensor alone)."""
+    shards: list[list[ir.Value]] = [[]]
+    size = 0
+    for value in values:
+        nbytes = value.const_value.nbytes  # type: ignore[union-attr]
+        if max_shard_bytes is not None and shards[-1] and size + nbytes > max_shard_bytes:
+            shards.append([])
+            size = 0
+        shards[-1].append(value)
+        size += nbytes
+    return shards
+
+
+def _write_external(
+    model: ir.Model, staged: Path, data_name: str, token: str, max_shard_bytes: int | None, advance: Advance
+) -> list[Path]:
+    """Write the weights one tensor at a time into one data file or several, then the model referencing them."""
+    directory = staged.parent
+    values = [
+        v
+        for graph in model.graphs()
+        for v in graph.initializers.values()
+        if v.const_value is not None
+        and not isinstance(v.const_value, ir.ExternalTensor)
+        and v.const_value.dtype != ir.DataType.STRING
+        and v.const_value.nbytes >= _INLINE_LIMIT
+    ]
+    shards = _shards(values, max_shard_bytes)
+    originals = [(v, v.const_value) for v in values]
+    files = []
+    try:
+        for index, shard in enumerate(shards, start=1):
+            name = _shard_name(data_name, token, index, len(shards))
+            files.append(directory / name)
+            tensors = [v.const_value for v in shard]
+
+            def written_before(
+                tensor: object, info: ir.external_data.CallbackInfo, shard: list[ir.Value] = shard
+            ) -> None:
+                if info.index:  # called as each tensor starts: the one before it is written
+                    advance(shard[info.index - 1])
+
+            external = ir.external_data.convert_tensors_to_external(
+                tensors,  # type: ignore[arg-type]
+                base_dir=directory,
+                relative_path=name,
+                callback=written_before,
+            )
+            if shard:
+                advance(shard[-1])
+            for value, written in zip(shard, external):
+                value.const_value = written
+        ir.save(model, staged, format="protobuf")
+        inline = set(values)
+        for graph in model.graphs():
+            for value in graph.initializers.values():
+                if value not in inline and value.const_value is not None:
+                    advance(value)
+    finally:
+        for value, tensor in originals:
+            value.const_value = tensor
+    return [f for f in files if f.exists()]
 
 
 def _fsync_file(path: Path) -> None:
@@ -274,7 +384,7 @@ def _initializers_detached(graph: ir.Graph) -> Iterator[list[ir.Value]]:
             graph.register_initializer(value)
 
 
-def _write_streamed(model: ir.Model, f: BinaryIO, on_bytes: Callable[[int], None] | None = None) -> None:
+def _write_streamed(model: ir.Model, f: BinaryIO, advance: Advance | None = None) -> None:
     """Write ``model`` as one protobuf file, its weights streamed from their tensors.
 
     Protobuf fields may come in any order and a repeated field may be split, so the
@@ -311,8 +421,9 @@ def _write_streamed(model: ir.Model, f: BinaryIO, on_bytes: Callable[[int], None
                 f"initializer {value.name!r}: {len(payload)} bytes, its type says {value.const_value.nbytes}"
             )
         f.write(payload)
-        if on_bytes is not None:
-            on_bytes(len(payload))
+        del payload  # a weight read from a checkpoint is dropped before the next is read
+        if advance is not None:
+            advance(value)
 
 
 def _raw_bytes(tensor: ir.TensorProtocol) -> memoryview:
@@ -321,3 +432,39 @@ def _raw_bytes(tensor: ir.TensorProtocol) -> memoryview:
         return memoryview(tensor.tobytes())
     array = np.ascontiguousarray(tensor.numpy()).reshape(-1)
     return array.view(np.uint8).data
+
+
+def _console() -> Any:
+    """The terminal the progress bar is drawn on (a function, so tests can draw it elsewhere)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+@contextmanager
+def _progress(model: ir.Model, target: Path, quiet: bool) -> Iterator[Advance]:
+    """A progress bar of the bytes written, naming the tensor last written; silent off a terminal."""
+    console = None if quiet else _console()
+    if console is None or not console.is_terminal:
+        yield lambda tensor: None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    total = _weights_nbytes(model)
+    columns = (
+        TextColumn(f"pt2onnx save {target.name}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+    )
+    # Drawn once per tensor (not on a timer): every tensor's name shows, and nothing is drawn between.
+    with Progress(*columns, console=console, auto_refresh=False) as bar:
+        task = bar.add_task("", total=total)
+
+        def advance(value: ir.Value) -> None:
+            nbytes = value.const_value.nbytes if value.const_value is not None else 0
+            bar.update(task, advance=nbytes, description=value.name or "", refresh=True)
+
+        yield advance

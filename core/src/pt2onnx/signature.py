@@ -22,7 +22,6 @@ from .errors import CaptureError, VerificationError
 __all__ = [
     "check_example_inputs",
     "check_outputs",
-    "check_weights",
     "dim_names",
     "flatten_inputs",
     "key_text",
@@ -59,19 +58,6 @@ def check_example_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
                 hint="pass the dense tensor (x.to_dense()) and build the sparse one inside forward, "
                 "or keep the sparse computation outside the exported model",
             )
-
-
-def check_weights(module: torch.nn.Module) -> None:
-    """Raise a clear error for weights that hold no values (the meta device)."""
-    state = [*module.named_parameters(), *module.named_buffers()]
-    empty = [name for name, tensor in state if tensor.is_meta]
-    if empty:
-        listed = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
-        raise CaptureError(
-            f"the model's weights {listed} are on the meta device: they have shapes but no values to export",
-            hint="load the weights first (e.g. model.to_empty(device='cpu') then load_state_dict), "
-            "or build the model on the CPU",
-        )
 
 
 def check_outputs(program: ExportedProgram) -> None:
