@@ -91,10 +91,12 @@ def test_expand_emits_standard_onnx_ops(x):
 
 @given(data=st.data(), shape=shapes(min_rank=1, max_rank=3))
 def test_custom_domain_emits_one_typed_node(data, shape):
-    x = data.draw(tensors(shape, "float32"))
-    bias = data.draw(tensors(shape[-1:], "float32"))
+    # No infinities: torch's own gelu gives NaN or inf for +inf depending on the tensor's length.
+    x = data.draw(tensors(shape, "float32", edge_values=("nan", "zero", "subnormal")))
+    bias = data.draw(tensors(shape[-1:], "float32", edge_values=("nan", "zero", "subnormal")))
+    # Static sizes: the typed output's dims are torch's numbers (symbolic ones: the next test).
     result = assert_exports_like_eager(
-        BiasGelu(), (x, bias), plugins=[CustomDomain()], expect_ops=["pt2onnx_test::bias_gelu"]
+        BiasGelu(), (x, bias), plugins=[CustomDomain()], expect_ops=["pt2onnx_test::bias_gelu"], dynamic=False
     )
     model = result.model_proto
     node = next(n for n in model.graph.node if n.domain == "com.microsoft")
@@ -182,8 +184,11 @@ class SkipLayerNormDomain:
 @settings(max_examples=4)
 @given(data=st.data(), with_beta=st.booleans(), with_bias=st.booleans())
 def test_custom_domain_keeps_optional_inputs_in_place(data, with_beta, with_bias):
-    x, skip = (data.draw(tensors((2, 3, 8), "float32")) for _ in range(2))
-    gamma, beta, bias = (data.draw(tensors((8,), "float32")) for _ in range(3))
+    # Plain values: onnxruntime's SkipLayerNormalization kernel is not torch's layer_norm at
+    # NaN, inf or huge magnitudes (its one-pass variance overflows); this test is about where
+    # the optional inputs go.
+    x, skip = (data.draw(tensors((2, 3, 8), "float32", low=-3, high=3, edge_values=False)) for _ in range(2))
+    gamma, beta, bias = (data.draw(tensors((8,), "float32", low=-3, high=3, edge_values=False)) for _ in range(3))
 
     class Model(torch.nn.Module):
         def forward(self, x, skip, gamma, beta, bias):
