@@ -32,27 +32,44 @@ class Attention(torch.nn.Module):
 
 @given(
     data=st.data(),
-    batch=st.integers(1, 2),
+    # Sizes from 2: torch specializes a size of 1, and the second input takes other sizes.
+    batch=st.integers(2, 3),
     heads=st.integers(1, 3),
-    seq=st.integers(1, 5),
-    kv_seq=st.integers(1, 5),
+    seq=st.integers(2, 5),
+    kv_seq=st.integers(2, 5),
     size=st.sampled_from([2, 4, 8]),
     mask=st.sampled_from([None, "bool", "float"]),
     scale=st.sampled_from([None, 0.3]),
 )
 def test_sdpa_as_multi_head_attention(data, batch, heads, seq, kv_seq, size, mask, scale):
-    q = data.draw(tensors((batch, heads, seq, size), "float32"))
-    k = data.draw(tensors((batch, heads, kv_seq, size), "float32"))
-    v = data.draw(tensors((batch, heads, kv_seq, size), "float32"))
-    args = (q, k, v)
-    if mask == "bool":
-        m = data.draw(tensors((seq, kv_seq), "bool"))
-        m[:, 0] = True  # a row with no key to attend is NaN in torch
-        args = (*args, m)
-    elif mask == "float":
-        args = (*args, data.draw(tensors((batch, 1, seq, kv_seq), "float32")))
+    def inputs(batch, seq, kv_seq, draw):
+        q = draw((batch, heads, seq, size), "float32")
+        k, v = (draw((batch, heads, kv_seq, size), "float32") for _ in range(2))
+        if mask == "bool":
+            m = draw((seq, kv_seq), "bool")
+            m[:, 0] = True  # a row with no key to attend is NaN in torch
+            return (q, k, v, m)
+        return (q, k, v) if mask is None else (q, k, v, draw((batch, 1, seq, kv_seq), "float32"))
+
+    # Finite, moderate values: at NaN, inf or huge scores onnxruntime's MultiHeadAttention
+    # kernel is not torch's safe softmax (documented in the pack's README); the builtin
+    # converter matches torch there (plugins/aten/tests/test_aten_attention.py).
+    def draw(shape, dtype):
+        return data.draw(tensors(shape, dtype, low=-3, high=3, edge_values=False))
+
+    args = inputs(batch, seq, kv_seq, draw)
+    other = inputs(batch + 1, seq + 2, kv_seq + 1, draw)
+    # Batch and lengths dynamic; MultiHeadAttention's head count is an attribute, so static.
+    auto = torch.export.Dim.AUTO
+    qkv = {0: auto, 2: auto}
+    masks = {None: (), "bool": ({0: auto, 1: auto},), "float": ({0: auto, 2: auto, 3: auto},)}[mask]
     result = assert_exports_like_eager(
-        Attention(scale=scale), args, plugins=[pt2onnx_ort.attention], expect_ops=["aten::scaled_dot_product_attention"]
+        Attention(scale=scale),
+        args,
+        plugins=[pt2onnx_ort.attention],
+        expect_ops=["aten::scaled_dot_product_attention"],
+        dynamic_shapes=(qkv, qkv, qkv, *masks),
+        other_inputs=[(other, {})],
     )
     assert _ops(result) == ["MultiHeadAttention"]
 
@@ -60,7 +77,7 @@ def test_sdpa_as_multi_head_attention(data, batch, heads, seq, kv_seq, size, mas
 @settings(max_examples=3)
 @given(data=st.data(), seq=st.integers(2, 6))
 def test_causal_sdpa_with_dynamic_batch_and_sequence(data, seq):
-    q, k, v = (data.draw(tensors((2, 2, seq, 4), "float32")) for _ in range(3))
+    q, k, v = (data.draw(tensors((2, 2, seq, 4), "float32", low=-3, high=3, edge_values=False)) for _ in range(3))
     other = tuple(torch.randn(3, 2, 7, 4) for _ in range(3))
     dims = {0: torch.export.Dim("batch"), 2: torch.export.Dim("seq")}
     result = assert_exports_like_eager(
@@ -73,7 +90,12 @@ def test_causal_sdpa_with_dynamic_batch_and_sequence(data, seq):
     assert _ops(result) == ["MultiHeadAttention"]
 
 
-@given(x=tensors(dtype=dtypes(["float32", "float16", "bfloat16"])), tanh=st.booleans())
+# No infinities or dtype extremes: torch's own gelu gives two answers there, by tensor length
+# (see plugins/aten/tests/test_aten_activations.py::test_gelu).
+_GELU_EDGES = ("nan", "zero", "subnormal")
+
+
+@given(x=tensors(dtype=dtypes(["float32", "float16", "bfloat16"]), edge_values=_GELU_EDGES), tanh=st.booleans())
 def test_gelu(x, tanh):
     approximate = "tanh" if tanh else "none"
     result = assert_exports_like_eager(
@@ -83,7 +105,7 @@ def test_gelu(x, tanh):
 
 
 @settings(max_examples=4)
-@given(x=tensors(dtype="float64"))
+@given(x=tensors(dtype="float64", edge_values=_GELU_EDGES))
 def test_gelu_tanh_float64_is_the_formula(x):
     result = assert_exports_like_eager(torch.nn.GELU("tanh"), (x,), plugins=[pt2onnx_ort])
     assert _ops(result) == []
