@@ -221,3 +221,11 @@ def test_binary_opset18_dynamic(name):
         opset=18,
         expect_ops=[f"aten::{name}"],
     )
+
+
+@pytest.mark.parametrize("fn", [torch.maximum, torch.minimum])
+def test_a_wider_scalar_tensor_is_rounded_to_the_result_dtype_first(fn):
+    # torch casts the 0-d int32 operand to the int16 result dtype (wrapping) before comparing;
+    # onnxruntime's Max has no int16 kernel, so the comparison runs in int32 after that cast.
+    big, small = torch.tensor(1246203733, dtype=torch.int32), torch.tensor([-1, 5, -30000], dtype=torch.int16)
+    assert_exports_like_eager(lambda a, b: fn(a, b), (big, small), expect_ops=[f"aten::{fn.__name__}"], dynamic=False)

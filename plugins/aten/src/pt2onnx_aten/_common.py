@@ -90,7 +90,7 @@ def compute(
     wide = kernel_dtype(op, dtype, supported, argument)
 
     def operand(v: Any) -> Any:
-        if isinstance(v, ir.Value) and v.dtype not in (dtype, wide):
+        if isinstance(v, ir.Value) and v.dtype != dtype:
             v = as_dtype(op, v, dtype)
         elif not isinstance(v, ir.Value) and dtype in INTS and wide != dtype:
             v = np.asarray(v).astype(dtype.numpy())
