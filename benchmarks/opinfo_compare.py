@@ -33,17 +33,17 @@ from opinfo_samples import opinfos, run_sample, sample_inputs
 RESULTS = Path(__file__).parent / "results"
 
 
-def _check_pt2onnx(module, tensors):
+def _check_pt2onnx(module, tensors, atol):
     import pt2onnx
 
     result = pt2onnx.export(module, tensors)
-    check = result.verify(*tensors)
+    check = result.verify(*tensors, _atol=atol)
     if not check.ok:
         raise AssertionError(f"ONNX model differs from eager PyTorch:\n{check}")
     return result
 
 
-def _check_torch_onnx(module, tensors):
+def _check_torch_onnx(module, tensors, atol):
     import onnxruntime as ort
     import torch.utils._pytree as pytree
 
@@ -69,7 +69,7 @@ def _check_torch_onnx(module, tensors):
     expected = [e for e in expected if isinstance(e, torch.Tensor)]
     if len(expected) != len(got):
         raise AssertionError(f"ONNX model differs from eager PyTorch:\n{len(got)} outputs, eager {len(expected)}")
-    check = compare([f"output_{i}" for i in range(len(got))], expected, got)
+    check = compare([f"output_{i}" for i in range(len(got))], expected, got, atol=atol)
     if not check.ok:
         raise AssertionError(f"ONNX model differs from eager PyTorch:\n{check}")
     return None
