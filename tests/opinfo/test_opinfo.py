@@ -52,7 +52,9 @@ def test_opinfo(name, dtype):
     info = opinfos()[name]
     outcome = None
     for sample in sample_inputs(info, getattr(torch, dtype), _SAMPLES):
-        got = run_sample(info, sample, lambda module, tensors, atol: assert_exports_like_eager(module, tensors, atol=atol))
+        got = run_sample(
+            info, sample, lambda module, tensors, atol: assert_exports_like_eager(module, tensors, atol=atol)
+        )
         if got.kind == "skip":
             continue
         outcome = got
