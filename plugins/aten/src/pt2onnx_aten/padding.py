@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pt2onnx.plugin import converter
 
-from ._dims import scalar_of, to_dtype, widen
+from ._dims import INT64_MAX, ints, scalar_of, to_dtype, widen
 
 
 def _pad(op, x, pad, mode, value=None):
@@ -39,13 +39,33 @@ def replication_pad(op, self, padding):
     return _pad(op, self, padding, "edge")
 
 
-_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+def _circular(op, x, pad):
+    """torch's circular padding as Slice and Concat, per padded dim: negative pads crop
+    first, then each side wraps around from the cropped tensor. (ONNX ``Pad`` has
+    ``wrap`` only from opset 19, and onnxruntime 1.32 fails on it for an empty input.)"""
+    rank = op.rank_of(x)
+    for i in range(len(pad) // 2):
+        axis = ints(op, [rank - 1 - i])
+        begin, end = pad[2 * i], pad[2 * i + 1]
+        if begin < 0 or end < 0:
+            x = op.Slice(x, ints(op, [max(-begin, 0)]), ints(op, [-max(-end, 0) or INT64_MAX]), axis)
+        parts = [x]
+        if begin > 0:
+            parts.insert(0, op.Slice(x, ints(op, [-begin]), ints(op, [INT64_MAX]), axis))
+        if end > 0:
+            parts.append(op.Slice(x, ints(op, [0]), ints(op, [end]), axis))
+        if len(parts) > 1:
+            x = op.Concat(*parts, axis=rank - 1 - i)
+    return op.Identity(x)
+
+
+_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
 
 
 @converter("aten::pad.default")
 def pad(op, self, pad, mode="constant", value=None):
+    if mode == "circular":
+        return _circular(op, self, pad)
     if mode not in _MODES:
-        raise op.unsupported("mode", mode, f"ONNX Pad has no such mode (torch modes: {', '.join(_MODES)})")
-    if mode == "circular" and op.opset < 19:
-        raise op.unsupported("mode", mode, f"ONNX Pad wraps around only from opset 19 (target: {op.opset})")
+        raise op.unsupported("mode", mode, f"ONNX Pad has no such mode (torch modes: {', '.join(_MODES)}, circular)")
     return _pad(op, self, pad, _MODES[mode], value)
