@@ -24,7 +24,9 @@ def test_whole_tensor_extremes(name, x):
 @pytest.mark.parametrize("name", ["var_mean", "std_mean"])
 @given(data=st.data(), shape=shapes(min_rank=1, max_rank=3), keepdim=st.booleans())
 def test_moments(name, data, shape, keepdim):
-    x = data.draw(tensors(shape, FLOATS, edge_values=("nan", "zero")))
+    # Within +-1e3, as test_aten_reductions.py::test_var: overflowing squares are inf or
+    # NaN in torch by the tensor's size.
+    x = data.draw(tensors(shape, FLOATS, low=-1e3, high=1e3, edge_values=("nan", "zero")))
     dim = data.draw(st.one_of(st.none(), st.lists(st.integers(0, len(shape) - 1), min_size=1, unique=True)))
     correction = data.draw(st.sampled_from([0, 1, 2]))
     model = Fn(lambda t: getattr(torch, name)(t, dim, correction=correction, keepdim=keepdim))
