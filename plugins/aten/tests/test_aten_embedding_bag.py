@@ -10,6 +10,8 @@ from pt2onnx.testing import assert_exports_like_eager, tensors
 
 MODES = st.sampled_from(["sum", "mean", "max"])
 WEIGHT_DTYPES = st.sampled_from([torch.float32, torch.float64, torch.float16, torch.bfloat16])
+# torch takes int32 or int64 indices and offsets (of one dtype); the side outputs take theirs.
+INDEX_DTYPES = st.sampled_from([torch.int64, torch.int32])
 
 
 def _edges(mode):
@@ -24,17 +26,17 @@ def _weights(mode, rows, dim, dtype):
     return tensors((rows, dim), dtype, low=-100, high=100, edge_values=_edges(mode))
 
 
-def _indices(count, rows):
+def _indices(count, rows, dtype=torch.int64):
     """Indices into a table of ``rows`` rows, in range (torch rejects the others)."""
-    return tensors((count,), torch.int64, low=0, high=rows - 1, edge_values=False)
+    return tensors((count,), dtype, low=0, high=rows - 1, edge_values=False)
 
 
 @st.composite
-def _bags(draw, count, bags, include_last_offset):
+def _bags(draw, count, bags, include_last_offset, dtype=torch.int64):
     """Offsets of ``bags`` bags over ``count`` indices: starting at 0 (torch requires it),
     non-decreasing, with repeats (empty bags), and ``count`` last with include_last_offset."""
     starts = sorted(draw(st.lists(st.integers(0, count), min_size=bags - 1, max_size=bags - 1)))
-    return torch.tensor([0, *starts, *([count] if include_last_offset else [])], dtype=torch.int64)
+    return torch.tensor([0, *starts, *([count] if include_last_offset else [])], dtype=dtype)
 
 
 class Functional(torch.nn.Module):
@@ -55,8 +57,9 @@ class Functional(torch.nn.Module):
     include_last_offset=st.booleans(),
     padding=st.booleans(),
     weighted=st.booleans(),
+    index_dtype=INDEX_DTYPES,
 )
-def test_embedding_bag_with_offsets(data, mode, dtype, include_last_offset, padding, weighted):
+def test_embedding_bag_with_offsets(data, mode, dtype, include_last_offset, padding, weighted, index_dtype):
     rows = data.draw(st.integers(2, 6))
     weight = data.draw(_weights(mode, rows, data.draw(st.integers(1, 3)), dtype))
     padding_idx = data.draw(st.integers(-rows, rows - 1)) if padding else None
@@ -64,8 +67,8 @@ def test_embedding_bag_with_offsets(data, mode, dtype, include_last_offset, padd
     model = Functional(mode=mode, include_last_offset=include_last_offset, padding_idx=padding_idx)
 
     def inputs(count, bags):
-        indices = data.draw(_indices(count, rows))
-        offsets = data.draw(_bags(count, bags, include_last_offset))
+        indices = data.draw(_indices(count, rows, index_dtype))
+        offsets = data.draw(_bags(count, bags, include_last_offset, index_dtype))
         scales = data.draw(tensors((count,), dtype, low=-2, high=2, edge_values=False)) if weighted else None
         return (indices, weight, offsets, scales)
 
@@ -119,8 +122,9 @@ class Aten(torch.nn.Module):
     dtype=WEIGHT_DTYPES,
     include_last_offset=st.booleans(),
     padding=st.booleans(),
+    index_dtype=INDEX_DTYPES,
 )
-def test_all_four_outputs_of_the_aten_op(data, name, mode, dtype, include_last_offset, padding):
+def test_all_four_outputs_of_the_aten_op(data, name, mode, dtype, include_last_offset, padding, index_dtype):
     # offset2bag, bag_size and max_indices, as torch's CPU kernel computes them. Not for
     # _forward_only with include_last_offset: there the kernel's bag_size (mean, max) and
     # max_indices (sum) have one entry fewer or more than torch's own meta function says,
@@ -137,7 +141,8 @@ def test_all_four_outputs_of_the_aten_op(data, name, mode, dtype, include_last_o
     )
 
     def inputs(count, bags):
-        return (weight, data.draw(_indices(count, rows)), data.draw(_bags(count, bags, include_last_offset)))
+        indices = data.draw(_indices(count, rows, index_dtype))
+        return (weight, indices, data.draw(_bags(count, bags, include_last_offset, index_dtype)))
 
     count, bags = data.draw(st.integers(2, 7)), data.draw(st.integers(2, 4))
     assert_exports_like_eager(

@@ -259,4 +259,8 @@ def embedding_bag(
         max_indices = count
     else:
         max_indices = expand_to(op, zero, bags)
-    return output, offset2bag, bag_size, max_indices
+    # In the dtype of the offsets (int32 or int64), as torch gives them.
+    sides = [
+        to_dtype(op, v, op.dtype(m.dtype)) for v, m in zip((offset2bag, bag_size, max_indices), op.output_meta[1:])
+    ]
+    return output, *sides
