@@ -6,13 +6,10 @@ from pt2onnx.cli import main
 from pt2onnx.coverage import core_aten_ops, forward_coverage
 from pt2onnx.registry import session_registry
 
-# Converted by the pack of issue #17 (work in progress beside this one).
-PENDING = {"aten::_embedding_bag.default"}
-
 
 def test_every_forward_op_is_converted_or_functionalized_before_translation():
     covered, missing, functionalized = forward_coverage(session_registry())
-    assert set(missing) <= PENDING
+    assert missing == []
     assert {"aten::resize_.default", "aten::atan2.out", "aten::_native_batch_norm_legit.default"} <= set(functionalized)
     assert {"aten::_fft_r2c.default", "aten::_fft_c2r.default", "aten::_fft_c2c.default"} & set(core_aten_ops()) <= set(
         covered

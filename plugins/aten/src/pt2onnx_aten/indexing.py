@@ -1,5 +1,5 @@
 """Reading and writing by index: index, _unsafe_index, index_put, index_select, gather,
-embedding, nonzero.
+embedding, embedding_bag, nonzero.
 
 Advanced indexing (``x[i, :, j]``) moves the indexed dims to the front, stacks the
 broadcast index tensors into one ``[..., k]`` tensor and uses ``GatherND``/``ScatterND``.
@@ -16,11 +16,12 @@ comparison over the index tensor on every run.
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._dims import expand_to, ints, normalize_dim, to_dtype, widen
+from ._dims import expand_to, ints, normalize_dim, size, to_dtype, widen
 
 
 def _entries(op, indices):
@@ -150,3 +151,116 @@ def nonzero(op, self):
         coords = op.Transpose(op.NonZero(op.Reshape(mask, ints(op, [1]))), perm=[1, 0])
         return op.Slice(coords, ints(op, [0]), ints(op, [0]), ints(op, [1]))
     return op.Transpose(op.NonZero(mask), perm=[1, 0])
+
+
+_SUM, _MEAN, _MAX = 0, 1, 2
+
+
+@converter("aten::_embedding_bag.default", "aten::_embedding_bag_forward_only.default")
+def embedding_bag(
+    op,
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=_SUM,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+):
+    """Reduce the rows of ``weight`` that ``indices`` name, bag by bag.
+
+    Bag ``b`` holds the indices from ``offsets[b]`` up to the next bag's start (the end of
+    ``indices`` for the last bag, ``offsets[-1]`` with ``include_last_offset``). Each index
+    gets its bag id from a CumSum over ones scattered at the bag starts; an index that
+    torch skips (``padding_idx``, or past ``offsets[-1]``) goes to one extra bag, cut off at
+    the end. The rows are then scattered into the bags with ``reduction="add"``/``"max"``;
+    mean divides by the count, and an empty bag gives 0 in every mode.
+
+    Offsets are non-decreasing, as torch documents, and with ``include_last_offset`` their
+    last one is ``len(indices)``: outside that contract torch's own modes disagree (sum
+    stops the last bag at ``offsets[-1]``, mean and max read on to the end), and the model
+    follows sum.
+
+    The other three outputs are those of torch's CPU kernel: ``offset2bag`` the bag id of
+    each index (empty where torch's meta says so: sum mode on its fast path), ``bag_size``
+    the count of each bag in mean and max modes (zeros in sum mode), ``max_indices`` in max
+    mode the index of the first row reaching the maximum (0 for an empty bag), in mean mode
+    the count again, in sum mode zeros. Their sizes follow torch's meta functions, which
+    the exported program records: for ``_forward_only`` with ``include_last_offset`` they
+    give ``bag_size`` one more entry (0) in every mode and ``max_indices`` one entry per bag,
+    where the CPU kernel gives ``bag_size`` one entry per bag in mean and max modes and
+    ``max_indices`` one more in sum mode.
+    F.embedding_bag and nn.EmbeddingBag read only the first output: the others are pruned
+    from the model unless it uses them.
+    """
+    i64 = ir.DataType.INT64
+    zero, one = op.constant(0, i64), op.constant(1, i64)
+    indices = to_dtype(op, indices, i64)
+    offsets = to_dtype(op, offsets, i64)
+    starts = op.Slice(offsets, ints(op, [0]), ints(op, [-1])) if include_last_offset else offsets
+    n = op.Shape(indices)
+    bags = op.Shape(starts)
+    positions = op.Range(zero, op.Squeeze(n, ints(op, [0])), one)
+
+    # The bag of each index: how many bag starts lie at or before it, less one.
+    marks = expand_to(op, zero, op.Add(n, ints(op, [1])))
+    marks = op.ScatterElements(marks, starts, expand_to(op, one, bags), axis=0, reduction="add")
+    bag = op.Sub(op.CumSum(op.Slice(marks, ints(op, [0]), n), zero), one)
+    skip = None
+    if padding_idx >= 0:
+        skip = op.Equal(indices, op.constant(int(padding_idx), i64))
+    if include_last_offset:
+        past_end = op.GreaterOrEqual(positions, op.Gather(offsets, op.constant(-1, i64), axis=0))
+        skip = past_end if skip is None else op.Or(skip, past_end)
+    target = bag if skip is None else op.Where(skip, op.Squeeze(bags, ints(op, [0])), bag)
+    target_nd = op.Unsqueeze(target, ints(op, [-1]))
+
+    count = op.ScatterElements(
+        expand_to(op, zero, op.Add(bags, ints(op, [1]))), target, expand_to(op, one, n), axis=0, reduction="add"
+    )
+    count = op.Slice(count, ints(op, [0]), bags)
+
+    rows = widen(op, op.Gather(weight, indices, axis=0), "ScatterReduce")
+    full_shape = op.Concat(op.Add(bags, ints(op, [1])), size(op, weight, 1), axis=0)
+    if per_sample_weights is not None:
+        rows = op.Mul(rows, op.Unsqueeze(to_dtype(op, per_sample_weights, rows.dtype), ints(op, [1])))
+    if mode == _MAX:
+        lowest = op.constant(float("-inf"), rows.dtype)
+        reduced = op.ScatterND(expand_to(op, lowest, full_shape), target_nd, rows, reduction="max")
+    else:
+        reduced = op.ScatterND(
+            expand_to(op, op.constant(0.0, rows.dtype), full_shape), target_nd, rows, reduction="add"
+        )
+    out = op.Slice(reduced, ints(op, [0]), bags)
+    if mode == _MEAN:
+        out = op.Div(out, op.Cast(op.Unsqueeze(op.Max(count, one), ints(op, [1])), to=out.dtype))
+    if mode == _MAX:
+        filled = op.Unsqueeze(op.Greater(count, zero), ints(op, [1]))
+        out = op.Where(filled, out, op.constant(0.0, out.dtype))
+    output = to_dtype(op, out, weight.dtype)
+
+    # The sizes of the other outputs are those of torch's meta functions, which the
+    # exported program records (torch's CPU kernel disagrees with them in places, see above).
+    empty = op.output_meta[1].shape[0]
+    offset2bag = op.constant(np.zeros(0, np.int64)) if isinstance(empty, int) and empty == 0 else bag
+    bag_size = count if mode != _SUM else expand_to(op, zero, bags)
+    if include_last_offset and "forward_only" in str(op.node.target):
+        bag_size = op.Concat(bag_size, ints(op, [0]), axis=0)
+    if mode == _MAX:
+        # The first index in each bag whose row reaches the maximum, as torch's kernel keeps it.
+        reached = op.Equal(rows, op.Gather(reduced, target, axis=0))
+        candidate = op.Where(reached, op.Unsqueeze(positions, ints(op, [1])), op.Unsqueeze(n, ints(op, [0])))
+        first = op.ScatterND(expand_to(op, n, full_shape), target_nd, candidate, reduction="min")
+        first = op.Slice(first, ints(op, [0]), bags)
+        max_indices = op.Gather(op.Concat(indices, ints(op, [0]), axis=0), first, axis=0)
+    elif mode == _MEAN:
+        max_indices = count
+    else:
+        max_indices = expand_to(op, zero, bags)
+    # In the dtype of the offsets (int32 or int64), as torch gives them.
+    sides = [
+        to_dtype(op, v, op.dtype(m.dtype)) for v, m in zip((offset2bag, bag_size, max_indices), op.output_meta[1:])
+    ]
+    return output, *sides
