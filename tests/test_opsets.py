@@ -2,18 +2,205 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
 import pytest
 import torch
 
 import pt2onnx
-from pt2onnx.errors import OptionError
-from pt2onnx.opset import MIN_OPSET
+from pt2onnx.cli import main
+from pt2onnx.errors import OptionError, PluginConflictError, PluginError, UnsupportedOpsError
+from pt2onnx.opset import MIN_OPSET, default_opset
+from pt2onnx.plugin import ConverterRegistrar, CustomOpRegistrar, converter, hookimpl
 from pt2onnx.testing import assert_exports_like_eager
 
 
 class ReluNet(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x) - 0.5
+
+
+def _op_types(result: pt2onnx.ExportResult) -> set[str]:
+    return {n.op_type for n in result.model.graph}
+
+
+# Three ONNX forms of relu, so each export shows which one the registry picked.
+@converter("aten::relu", until=15)
+def relu_as_max(op, self):
+    return op.Max(self, op.constant(0.0, op.dtype_of(self)))
+
+
+@converter("aten::relu", since=16)
+def relu_as_clip(op, self):
+    return op.Clip(self, op.constant(0.0, op.dtype_of(self)))
+
+
+@converter("aten::relu", since=19)
+def relu_as_relu(op, self):
+    return op.Relu(self)
+
+
+class ReluForms:
+    """One plugin with one relu per opset range."""
+
+    name = "ReluForms"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.module(sys.modules[__name__])
+
+
+@pytest.mark.parametrize(
+    ("opset", "emitted"), [(14, "Max"), (15, "Max"), (16, "Clip"), (18, "Clip"), (19, "Relu"), (None, "Relu")]
+)
+def test_the_registration_with_the_highest_since_not_above_the_target_wins(opset, emitted):
+    result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=opset, plugins=[ReluForms()])
+    assert result.report.opset == (opset or default_opset())
+    assert result.model.opset_imports[""] == result.report.opset
+    assert emitted in _op_types(result) and not {"Max", "Clip", "Relu"} - {emitted} & _op_types(result)
+    assert result.report.provider("aten::relu.default") == "ReluForms"
+
+
+class ProjectRelu:
+    """A higher layer's relu, for opsets 20 and later only."""
+
+    name = "ProjectRelu"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", relu_as_max, since=20)
+
+
+def test_layers_decide_only_between_registrations_that_serve_the_target():
+    # At 19 the plugins= layer has nothing for relu: the builtin converter still converts it.
+    below = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=19, plugins=[ProjectRelu()])
+    assert below.report.provider("aten::relu.default") == "aten" and "Max" not in _op_types(below)
+    # From 20 on, the higher layer wins as always and the report says what it shadows.
+    above = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=20, plugins=[ProjectRelu()])
+    assert above.report.provider("aten::relu.default") == "ProjectRelu" and "Max" in _op_types(above)
+    usage = next(u for u in above.report.ops if u.op == "aten::relu.default")
+    assert any("aten" in s for s in usage.shadowed)
+
+
+class OldRelu:
+    name = "OldRelu"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", relu_as_max, until=17)
+
+
+class NewRelu:
+    name = "NewRelu"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", relu_as_relu, since=18)
+
+
+class AnyRelu:
+    name = "AnyRelu"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", relu_as_clip)
+
+
+@pytest.mark.parametrize(("opset", "emitted", "provider"), [(17, "Max", "OldRelu"), (18, "Relu", "NewRelu")])
+def test_two_plugins_of_one_layer_with_disjoint_ranges_do_not_conflict(opset, emitted, provider):
+    result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=opset, plugins=[OldRelu(), NewRelu()])
+    assert emitted in _op_types(result) and result.report.provider("aten::relu.default") == provider
+
+
+def test_two_plugins_of_one_layer_that_both_serve_the_target_still_conflict():
+    with pytest.raises(PluginConflictError, match=r"'NewRelu' \(converter\), 'AnyRelu' \(converter\)"):
+        pt2onnx.export(ReluNet(), (torch.randn(3, 4),), opset=18, plugins=[NewRelu(), AnyRelu()])
+    # Below 18 only AnyRelu serves: no conflict.
+    result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=17, plugins=[NewRelu(), AnyRelu()])
+    assert result.report.provider("aten::relu.default") == "AnyRelu"
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "message"),
+    [(18, 17, "since=18 is above until=17"), (0, None, "since=0 is not an opset"), (None, "17", "until='17'")],
+)
+def test_a_range_that_holds_no_opset_is_refused_where_it_is_written(since, until, message):
+    with pytest.raises(ValueError, match=message):
+        converter("aten::relu", since=since, until=until)
+
+    class Bad:
+        name = "Bad"
+
+        @hookimpl
+        def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+            register.converter("aten::relu", relu_as_max, since=since, until=until)
+
+    with pytest.raises(PluginError, match=f"plugin 'Bad'.*{message}"):
+        pt2onnx.export(ReluNet(), (torch.randn(3, 4),), plugins=[Bad()])
+
+
+@torch.library.custom_op("pt2onnx_opsets::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@twice.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("pt2onnx_opsets::unhandled", mutates_args=())
+def unhandled(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+
+@unhandled.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class TwiceSince18:
+    name = "TwiceSince18"
+
+    @hookimpl
+    def pt2onnx_register_custom_ops(self, register: CustomOpRegistrar) -> None:
+        register.expand("pt2onnx_opsets::twice", lambda op, x: op.Add(x, x), since=18)
+
+
+class TwoCustomOps(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return unhandled(twice(x))
+
+
+class Twice(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return twice(x) + 1.0
+
+
+def test_an_op_converted_only_at_other_opsets_is_listed_with_the_oldest_opset_that_works():
+    with pytest.raises(UnsupportedOpsError) as info:
+        pt2onnx.export(TwoCustomOps(), (torch.randn(3),), opset=17, plugins=[TwiceSince18()])
+    message = str(info.value)
+    assert "2 op(s) in the graph have no converter" in message
+    assert "pt2onnx_opsets::unhandled.default: 1 node(s)" in message
+    assert (
+        "pt2onnx_opsets::twice.default: 1 node(s)" in message
+        and "opsets: converted at opsets 18+ (TwiceSince18), not at 17; the oldest that works: opset=18" in message
+    )
+    assert info.value.hint.startswith(
+        "pt2onnx_opsets::twice.default is converted at other opsets than 17: export at an opset its line names"
+    )
+    assert "pt2onnx_opsets::unhandled.default is a custom op" in info.value.hint
+    assert info.value.other_opsets == {
+        "pt2onnx_opsets::twice.default": "converted at opsets 18+ (TwiceSince18), not at 17; "
+        "the oldest that works: opset=18"
+    }
+    # unknown_custom_ops="emit" emits only ops that no plugin handles at any opset.
+    with pytest.raises(UnsupportedOpsError, match="twice") as emitted:
+        pt2onnx.export(TwoCustomOps(), (torch.randn(3),), opset=17, plugins=[TwiceSince18()], unknown_custom_ops="emit")
+    assert "pt2onnx_opsets::unhandled.default" not in str(emitted.value)
+    assert_exports_like_eager(Twice(), (torch.randn(3),), opset=18, plugins=[TwiceSince18()])
 
 
 def test_check_opset_accepts_14_to_the_newest_onnx_knows():
@@ -27,3 +214,40 @@ def test_the_harness_exports_at_the_opset_it_is_given():
     for opset in (14, 17):
         result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=opset)
         assert result.report.opset == opset and result.model.opset_imports[""] == opset
+
+
+PROJECT_RELU = """
+from pt2onnx.plugin import converter, hookimpl
+import sys
+
+@converter("aten::relu.default", until=17)
+def relu_as_max(op, self):
+    return op.Max(self, op.constant(0.0, op.dtype_of(self)))
+
+@hookimpl
+def pt2onnx_register_converters(register):
+    register.module(sys.modules[__name__])
+"""
+
+
+def test_ops_shows_each_registration_with_its_opset_range(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pyproject.toml").write_text('[tool.pt2onnx]\nplugins = ["old_relu"]\n')
+    (tmp_path / "old_relu.py").write_text(PROJECT_RELU)
+    monkeypatch.chdir(tmp_path)
+    assert main(["ops", "aten::relu.default", "--opset", "17"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "aten::relu.default: converter old_relu.relu_as_max from old_relu [project] (opsets up to 17)"
+    assert out[1] == "    shadows aten [builtin]"
+    assert main(["ops", "aten::relu.default", "--opset", "18"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("aten::relu.default: converter pt2onnx_aten.") and out[0].endswith("from aten [builtin]")
+    assert out[1] == "aten::relu.default: at opsets up to 17: converter old_relu.relu_as_max from old_relu [project]"
+    assert main(["ops", "aten::relu.default", "--opset", "18", "--json"]) == 0
+    (data,) = json.loads(capsys.readouterr().out)
+    assert data["opset"] == 18
+    assert [(c["plugin"], c["since"], c["until"]) for c in data["converters"]] == [("aten", None, None)]
+    assert [(c["plugin"], c["since"], c["until"], c["function"]) for c in data["other_opsets"]] == [
+        ("old_relu", None, 17, "old_relu.relu_as_max")
+    ]
+    assert main(["ops", "aten::relu.default", "--opset", "13"]) == 2
+    assert "opset=13 is not supported" in capsys.readouterr().err
