@@ -251,3 +251,32 @@ def test_ops_shows_each_registration_with_its_opset_range(tmp_path, monkeypatch,
     ]
     assert main(["ops", "aten::relu.default", "--opset", "13"]) == 2
     assert "opset=13 is not supported" in capsys.readouterr().err
+
+
+class HandWrittenRMSNorm(torch.nn.Module):
+    """The RMS norm transformers write out by hand, which ``fuse_rms_norm`` (opset 23) fuses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(8) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+def test_a_rewrite_registered_for_newer_opsets_is_off_and_the_report_says_why():
+    x = torch.randn(2, 3, 8)
+    newest = assert_exports_like_eager(HandWrittenRMSNorm(), (x,), opset=23)
+    assert "RMSNormalization" in _op_types(newest) and "fuse_rms_norm" in {p.name for p in newest.report.passes}
+    assert "fuse_rms_norm" not in newest.report.passes_off
+    older = assert_exports_like_eager(HandWrittenRMSNorm(), (x,), opset=19)
+    assert "RMSNormalization" not in _op_types(older)
+    assert "fuse_rms_norm" not in {p.name for p in older.report.passes}
+    assert older.report.passes_off["fuse_rms_norm"] == "registered for opsets 23+, the target is 19"
+    assert older.report.passes_off["fuse_gelu_tanh"] == "registered for opsets 20+, the target is 19"
+    assert "rewrites off at opset 19:" in str(older.report)
+    assert "off at opset 19: fuse_rms_norm: registered for opsets 23+" in older.report.to_markdown()
+    assert older.report.to_dict()["passes_off"]["fuse_rms_norm"].startswith("registered for opsets 23+")
+    # optimize= may still name a pass that is off at this opset.
+    named = pt2onnx.export(HandWrittenRMSNorm(), (x,), opset=19, optimize={"fuse_rms_norm": False})
+    assert named.verify(x).ok
