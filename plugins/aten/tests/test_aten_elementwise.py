@@ -201,7 +201,7 @@ def test_where(data, shapes_):
 
 
 @pytest.mark.parametrize("name", ["add", "mul", "div", "pow", "remainder", "maximum", "where"])
-def test_binary_opset18_dynamic(name):
+def test_binary_opset14_dynamic(name):
     fns = {
         "add": lambda x, y: x + y * 2,
         "mul": lambda x, y: x * y,
@@ -218,6 +218,12 @@ def test_binary_opset18_dynamic(name):
         (x, y),
         other_inputs=[((torch.randn(9, 3), y), {})],
         dynamic_shapes=({0: batch}, None),
-        opset=18,
+        opset=14,
         expect_ops=[f"aten::{name}"],
     )
+
+
+def test_integer_pow_below_opset_18_takes_the_odd_bits_by_mod():
+    base, exponent = torch.tensor([2, -3, 1, -1, 5]), torch.tensor([3, 5, -2, -3, 0])
+    for opset in (14, 18):
+        assert_exports_like_eager(lambda x, y: torch.pow(x, y), (base, exponent), opset=opset, expect_ops=["aten::pow"])

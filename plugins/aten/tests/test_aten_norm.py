@@ -42,7 +42,7 @@ def _running(data, channels, dtype):
     return mean, var
 
 
-@given(data=st.data(), dtype=dtypes(NORM_DTYPES), native=st.booleans(), opset=st.sampled_from([18, 26]))
+@given(data=st.data(), dtype=dtypes(NORM_DTYPES), native=st.booleans(), opset=st.sampled_from([14, 26]))
 def test_layer_norm(data, dtype, native, opset):
     shape = (2, *data.draw(shapes(min_rank=1, max_rank=3, min_side=2)))
     k = data.draw(st.integers(1, len(shape) - 1))
@@ -97,7 +97,7 @@ def test_instance_norm(data, dtype, use_input_stats):
     )
 
 
-@given(data=st.data(), dtype=dtypes(NORM_DTYPES), opset=st.sampled_from([18, 26]))
+@given(data=st.data(), dtype=dtypes(NORM_DTYPES), opset=st.sampled_from([14, 26]))
 def test_rms_norm(data, dtype, opset):
     shape = (2, *data.draw(shapes(min_rank=1, max_rank=3, min_side=2)))
     k = data.draw(st.integers(1, len(shape) - 1))
