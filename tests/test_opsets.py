@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
+import onnx
 import pytest
 import torch
+from torch._export.db.case import SupportLevel
+from torch._export.db.examples import all_examples
 
 import pt2onnx
 from pt2onnx.cli import main
@@ -14,6 +21,7 @@ from pt2onnx.errors import OptionError, PluginConflictError, PluginError, Unsupp
 from pt2onnx.opset import MIN_OPSET, default_opset
 from pt2onnx.plugin import ConverterRegistrar, CustomOpRegistrar, converter, hookimpl
 from pt2onnx.testing import assert_exports_like_eager
+from test_exportdb import _second_input
 
 
 class ReluNet(torch.nn.Module):
@@ -280,3 +288,61 @@ def test_a_rewrite_registered_for_newer_opsets_is_off_and_the_report_says_why():
     # optimize= may still name a pass that is off at this opset.
     named = pt2onnx.export(HandWrittenRMSNorm(), (x,), opset=19, optimize={"fuse_rms_norm": False})
     assert named.verify(x).ok
+
+
+# -- the benchmark's models and the ExportDB examples at 14, 17 and the default ----------
+
+OPSETS = [14, 17, None]
+
+
+def _benchmark_models() -> Any:
+    """``benchmarks/models.py`` (``tests/models.py`` holds the name ``models``)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "models.py"
+    spec = importlib.util.spec_from_file_location("benchmark_models", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCHMARK = _benchmark_models()
+# The standard set in its smallest configurations: llama_125m is llama_tiny's architecture
+# at full size, encoder_12l the encoder at 12 layers (here 1).
+SMALLEST = {name: build for name, build in BENCHMARK.MODELS.items() if name not in ("llama_125m", "encoder_12l")}
+SMALLEST["encoder_1l"] = lambda: BENCHMARK.encoder(1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opset", OPSETS, ids=lambda o: f"opset{o or 'default'}")
+@pytest.mark.parametrize("name", sorted(SMALLEST))
+def test_benchmark_model_exports_and_verifies(name, opset):
+    case = SMALLEST[name]()
+    result = pt2onnx.export(case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes, opset=opset)
+    assert result.model.opset_imports[""] == (opset or default_opset())
+    onnx.checker.check_model(result.model_proto, full_check=True)  # every node valid at that opset
+    for inputs in (case.inputs, case.second):
+        check = result.verify(**inputs)
+        assert check.ok, f"{check}\n{result.report}"
+
+
+EXPORTDB = all_examples()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opset", OPSETS, ids=lambda o: f"opset{o or 'default'}")
+@pytest.mark.parametrize("name", sorted(EXPORTDB))
+def test_exportdb_example_exports_and_verifies(name, opset):
+    case = EXPORTDB[name]
+    if case.support_level == SupportLevel.NOT_SUPPORTED_YET:
+        pytest.skip("torch.export cannot capture it (tests/test_exportdb.py checks the error)")
+    model, kwargs = copy.deepcopy(case.model), dict(case.example_kwargs or {})
+    result = pt2onnx.export(model, case.example_args, kwargs, dynamic_shapes=case.dynamic_shapes, opset=opset)
+    assert result.model.opset_imports[""] == (opset or default_opset())
+    onnx.checker.check_model(result.model_proto, full_check=True)  # every node valid at that opset
+    checks = [(case.example_args, kwargs)]
+    if case.dynamic_shapes is not None:
+        checks.append(_second_input(case))
+    for args, inputs in checks:
+        check = result.verify(*args, **inputs)
+        assert check.ok, f"{check}\n{result.report}"
