@@ -34,6 +34,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from .registration import Registration
     from .registry import Entry, Registry
 
 __all__ = ["EXIT_CODES", "main"]
@@ -104,13 +105,14 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2))
 
 
-def _quiet_registry(blocked: Sequence[str]) -> Registry:
+def _quiet_registry(blocked: Sequence[str], opset: int | None = None) -> Registry:
     """The session's registry; its broken plugins are listed by the command, not warned about twice."""
+    from .opset import check_opset
     from .registry import session_registry
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PluginLoadWarning)
-        return session_registry(disable=blocked)
+        return session_registry(disable=blocked, opset=check_opset(opset))
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -163,12 +165,21 @@ def _conflict(entry: Entry) -> str:
     return f"{names} [{entry.conflict[0].layer}]; exports reaching it fail until one says override=True"
 
 
+def _function(r: Registration) -> str:
+    return f"{getattr(r.fn, '__module__', '?')}.{getattr(r.fn, '__qualname__', '?')}"
+
+
+def _range(r: Registration) -> str:
+    """`` (opsets 18+)`` for a registration bounded by ``since``/``until``; nothing for one that serves any."""
+    return "" if r.since is None and r.until is None else f" (opsets {r.opsets})"
+
+
 def _cmd_ops(args: argparse.Namespace) -> int:
     if not args.ops and not args.coverage:
         raise UsageError("name at least one op (e.g. aten::gelu or aten::add.Tensor), or pass --coverage")
     from .opnames import normalize_op_name
 
-    registry = _quiet_registry(args.blocked)  # broken plugins are noted below, once
+    registry = _quiet_registry(args.blocked, args.opset)  # broken plugins are noted below, once
     if args.json:
         from .inventory import coverage_data, ops_data
 
@@ -194,20 +205,24 @@ def _cmd_ops(args: argparse.Namespace) -> int:
             continue
         packet = name.split(".", 1)[0]
         matches = registry.entries_for(name)
+        elsewhere = registry.other_opsets_for(name)
         if not matches:
             kept = " (kept whole)" if name in registry.kept or packet in registry.kept else ""
-            print(f"{name}: no converter{kept}")
+            at = f" at opset {registry.opset}" if elsewhere else ""
+            print(f"{name}: no converter{at}{kept}")
             status = EXIT_ERROR
-            continue
         for key, entry in sorted(matches.items()):
             if entry.conflict:
                 print(f"{key}: CONFLICT {_conflict(entry)}")
                 continue
             w = entry.winner
-            fn = f"{getattr(w.fn, '__module__', '?')}.{getattr(w.fn, '__qualname__', '?')}"
-            print(f"{key}: {w.kind} {fn} from {w.plugin} [{w.layer}]" + (" (override=True)" if w.override else ""))
+            override = " (override=True)" if w.override else ""
+            print(f"{key}: {w.kind} {_function(w)} from {w.plugin} [{w.layer}]{_range(w)}{override}")
             for s in entry.shadowed:
-                print(f"    shadows {s.plugin} [{s.layer}]")
+                print(f"    shadows {s.plugin} [{s.layer}]{_range(s)}")
+        for key, regs in elsewhere.items():
+            for r in regs:
+                print(f"{key}: at opsets {r.opsets}: {r.kind} {_function(r)} from {r.plugin} [{r.layer}]")
     broken = [b.name for b in registry.plugin_set.broken]
     if broken:
         print(f"note: broken plugins skipped: {', '.join(broken)} (see `pt2onnx plugins`)")
@@ -441,6 +456,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     ops.add_argument("ops", nargs="*", metavar="OP", help="e.g. aten::gelu or aten::add.Tensor")
     ops.add_argument("--coverage", action="store_true", help="coverage of the Core ATen opset")
     ops.add_argument("--json", action="store_true", help="print JSON instead of text")
+    ops.add_argument(
+        "--opset", type=int, default=None, help="resolve for this target opset (default: the newest onnxruntime runs)"
+    )
     exp = sub.add_parser(
         "export",
         parents=[debug],

@@ -84,7 +84,7 @@ class Decomposed:
     def explain(self, error: UnsupportedOpsError) -> UnsupportedOpsError:
         """``error`` with a note per op: whether torch decomposes it, and why that was not used."""
         notes = {name: self._note(name) for name in error.unsupported}
-        return UnsupportedOpsError(error.unsupported, hint=error.hint, notes=notes)
+        return UnsupportedOpsError(error.unsupported, hint=error.hint, notes=notes, other_opsets=error.other_opsets)
 
     def _note(self, name: str) -> str:
         op = _overload(name)

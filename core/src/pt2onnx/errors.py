@@ -131,7 +131,9 @@ class DecompositionError(Pt2OnnxError):
 class UnsupportedOpsError(Pt2OnnxError):
     """The graph holds ops no plugin converts; lists all of them at once with their counts.
 
-    ``notes`` says per op whether torch has a decomposition for it and why it was not used.
+    ``notes`` says per op whether torch has a decomposition for it and why it was not used;
+    ``other_opsets`` names, for an op converted only at other opsets than the target, those
+    opsets and the minimum one that converts it.
     """
 
     phase = "translate"
@@ -146,15 +148,19 @@ class UnsupportedOpsError(Pt2OnnxError):
         *,
         hint: str | None = None,
         notes: dict[str, str] | None = None,
+        other_opsets: dict[str, str] | None = None,
     ) -> None:
         self.unsupported = unsupported
         self.notes = dict(notes or {})
+        self.other_opsets = dict(other_opsets or {})
         lines = [f"{len(unsupported)} op(s) in the graph have no converter:"]
         for op, locations in sorted(unsupported.items()):
             first = locations[0]
             where = f" (first at {first.source})" if first.source else ""
             module = f" in {first.module_path}" if first.module_path else ""
             lines.append(f"  - {op}: {len(locations)} node(s), e.g. {first.node}{module}{where}")
+            if op in self.other_opsets:
+                lines.append(f"      opsets: {self.other_opsets[op]}")
             if op in self.notes:
                 lines.append(f"      decomposition: {self.notes[op]}")
         super().__init__(

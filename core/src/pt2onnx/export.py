@@ -166,8 +166,9 @@ def export(
 
     with export_report.phase("plugins"), progress.phase("plugins"):
         plugin_set = load_plugins(plugins, disable=disable)
-        registry = build_registry(plugin_set)
-        passes = select_passes(optimize, registry.rewrite_functions())
+        registry = build_registry(plugin_set, target_opset)
+        export_report.passes_off = registry.rewrites_off_reasons()
+        passes = select_passes(optimize, registry.rewrite_functions(), off=export_report.passes_off)
         registry.check_rewrites(name for name, _ in passes)
     export_report.plugins = list(plugin_set.plugins.values())
     export_report.broken_plugins = list(plugin_set.broken)

@@ -12,7 +12,8 @@ passes only those it asks for), so hooks can grow without breaking plugins.
 Where plugins come from, highest layer first (a higher layer wins silently; two
 registrations of one op in the same layer — converters, lowerings, custom-op handlers
 and decompositions alike — conflict unless one says ``override=True``, and the conflict
-fails the exports that reach the op):
+fails the exports that reach the op; registrations whose ``since``/``until`` range does
+not hold the target opset take no part):
 
 1. ``plugins=[...]`` passed to :func:`pt2onnx.export` (modules, module names or objects);
 2. the user's project: ``[tool.pt2onnx] plugins = ["mypkg.overrides"]`` in the nearest
@@ -61,6 +62,13 @@ def pt2onnx_register_converters(register: ConverterRegistrar) -> None:
 
     Use ``register.module(mod)`` to register every function of ``mod`` decorated with
     :func:`pt2onnx.plugin.converter`, or ``register.converter(op_name, fn)`` for one.
+
+    ``since=N``/``until=M`` (on the decorator or the call; both inclusive) bound the
+    target opsets a converter serves, so an op can have one converter per ONNX form
+    (``ReduceMean`` with its axes as an attribute ``until=17``, as an input ``since=18``).
+    An export sees only those that serve its opset; of one plugin's, the highest
+    ``since`` wins; then layers decide between plugins. Lowerings, custom-op handlers and
+    rewrites take the same keywords.
 
     Fires once per export session (and for ``pt2onnx plugins``/``pt2onnx ops``).
     """
@@ -125,8 +133,9 @@ def pt2onnx_register_rewrites(register: RewriteRegistrar) -> None:
     folding, identity elimination, reshape simplification, CSE), so patterns meet a
     canonical graph, and before dead-code removal, so a rewrite need not delete what it
     bypasses. Each is a pass of its own in the report, switched off with
-    ``optimize={name: False}``. A rewrite targets an opset: check
-    ``model.opset_imports[""]`` and leave the model as it is when the op it emits is newer.
+    ``optimize={name: False}``. A rewrite that emits an op newer than some opsets says
+    so with ``register.rewrite(name, fn, since=N)``: below ``N`` it does not run, and the
+    report's ``passes_off`` names it with the reason.
     """
 
 

@@ -20,15 +20,26 @@ _KINDS: tuple[Kind, ...] = ("converter", "lowering", "custom_op", "decomposition
 
 
 def _registration(r: Registration) -> dict[str, Any]:
-    return {"plugin": r.plugin, "layer": str(r.layer), "kind": r.kind, "override": r.override}
+    return {
+        "plugin": r.plugin,
+        "layer": str(r.layer),
+        "kind": r.kind,
+        "override": r.override,
+        "since": r.since,
+        "until": r.until,
+    }
+
+
+def _function(r: Registration) -> str | None:
+    fn = r.fn
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}" if fn else None
 
 
 def _entry(op: str, entry: Entry) -> dict[str, Any]:
-    fn = entry.winner.fn
     return {
         "op": op,
         **_registration(entry.winner),
-        "function": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}" if fn else None,
+        "function": _function(entry.winner),
         "shadows": [_registration(s) for s in entry.shadowed],
     }
 
@@ -59,7 +70,8 @@ def plugins_data(registry: Registry) -> dict[str, Any]:
 
 
 def ops_data(registry: Registry, names: Sequence[str]) -> list[dict[str, Any]]:
-    """For each op name asked about: what converts it (and what that shadows), or what happens to it."""
+    """For each op name asked about: what converts it at the registry's opset (and what that shadows),
+    what converts it at other opsets, or what happens to it."""
     found: list[dict[str, Any]] = []
     for raw in names:
         try:
@@ -73,7 +85,13 @@ def ops_data(registry: Registry, names: Sequence[str]) -> list[dict[str, Any]]:
             {
                 "query": raw,
                 "op": name,
+                "opset": registry.opset,
                 "converters": [_entry(key, entry) for key, entry in sorted(registry.entries_for(name).items())],
+                "other_opsets": [
+                    {"op": key, **_registration(r), "function": _function(r)}
+                    for key, regs in registry.other_opsets_for(name).items()
+                    for r in regs
+                ],
                 "decomposed_by": _registration(decomposition.winner) if decomposition else None,
                 "kept": name in registry.kept or packet in registry.kept,
             }

@@ -12,8 +12,9 @@ from .errors import OptionError
 
 __all__ = ["MIN_OPSET", "default_opset", "check_opset"]
 
-#: The oldest opset converters are written for.
-MIN_OPSET = 18
+#: The oldest opset pt2onnx exports: every builtin converter serves it, or registers
+#: ``since=`` the opset that gave ONNX its op (``pt2onnx ops OP`` shows the ranges).
+MIN_OPSET = 14
 
 
 @functools.cache

@@ -268,14 +268,18 @@ def count_nodes(model: ir.Model) -> int:
 def select_passes(
     optimize: bool | Iterable[str] | Mapping[str, bool],
     rewrites: Mapping[str, Callable[[ir.Model], object]] | None = None,
+    *,
+    off: Iterable[str] = (),
 ) -> list[tuple[str, Callable[[ir.Model], object]]]:
     """The passes to run, in order, for the ``optimize=`` argument of :func:`pt2onnx.export`.
 
     The plugins' ``rewrites`` run between the core's clean-up and finishing passes.
     ``True``: all; ``False``: none; a list of names: those; a mapping ``{name: bool}``:
-    all, with those switched as given.
+    all, with those switched as given. ``off`` names rewrites registered only for other
+    opsets: ``optimize=`` may name them, and they never run.
     """
     rewrites = dict(rewrites or {})
+    off = set(off)
     clashing = sorted(set(rewrites) & (set(CLEANUP_PASSES) | set(FINISHING_PASSES)))
     if clashing:
         raise ValueError(f"plugin rewrite(s) {clashing} take the name of a core pass; rename them")
@@ -288,7 +292,7 @@ def select_passes(
         chosen = dict.fromkeys(table, True) | dict(optimize)
     else:
         chosen = dict.fromkeys(optimize, True)
-    unknown = sorted(set(chosen) - set(table))
+    unknown = sorted(set(chosen) - set(table) - off)
     if unknown:
         raise ValueError(f"unknown optimization pass(es) {unknown}; known: {list(table)}")
     return [(name, fn) for name, fn in table.items() if chosen.get(name)]

@@ -3,6 +3,13 @@
 A plugin module marks its functions with :func:`converter` or :func:`lowering`
 (which only tag the function: there is no import-time registry) and registers them
 from its hook with ``register.module(this_module)``.
+
+Converters, lowerings, custom-op handlers and rewrites may say which ONNX opsets they
+emit for: ``since=N`` (the oldest, inclusive) and ``until=M`` (the newest, inclusive).
+One op can have one implementation per ONNX form (``ReduceMean`` with its axes as an
+attribute ``until=17``, as an input ``since=18``); the registry built for an export keeps
+only those whose range holds the target opset, and of one plugin's, the one with the
+highest ``since`` (see :mod:`pt2onnx.registry`).
 """
 
 from __future__ import annotations
@@ -69,11 +76,39 @@ class Registration:
     data: Any = None
     #: The converter takes and returns complex values (as real tensors with a trailing dim of 2).
     complex_values: bool = False
+    #: The oldest target opset this registration serves (inclusive); None: any.
+    since: int | None = None
+    #: The newest target opset this registration serves (inclusive); None: any.
+    until: int | None = None
+
+    def serves(self, opset: int) -> bool:
+        """Whether this registration applies to an export at ``opset``."""
+        return (self.since is None or self.since <= opset) and (self.until is None or opset <= self.until)
+
+    @property
+    def opsets(self) -> str:
+        """The opset range as people write it: ``"any"``, ``"18+"``, ``"14-17"``, ``"up to 17"``."""
+        if self.since is None and self.until is None:
+            return "any"
+        if self.until is None:
+            return f"{self.since}+"
+        if self.since is None:
+            return f"up to {self.until}"
+        return f"{self.since}-{self.until}"
 
     @property
     def converts(self) -> bool:
         """Whether this registration translates the op itself (rather than decomposing it)."""
         return self.kind in ("converter", "lowering", "custom_op")
+
+
+def check_opset_range(since: int | None, until: int | None) -> None:
+    """Raise ``ValueError`` unless ``since``/``until`` are None or ints with ``since <= until``."""
+    for name, bound in (("since", since), ("until", until)):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 1):
+            raise ValueError(f"{name}={bound!r} is not an opset (a positive int, or None)")
+    if since is not None and until is not None and since > until:
+        raise ValueError(f"since={since} is above until={until}: the range holds no opset")
 
 
 @dataclass(frozen=True)
@@ -82,37 +117,61 @@ class _Tag:
     ops: tuple[str, ...]
     override: bool
     complex_values: bool = False
+    since: int | None = None
+    until: int | None = None
 
 
-def _tagger(kind: Kind, ops: Sequence[OpRef], override: bool, complex_values: bool = False) -> Callable[[F], F]:
+def _tagger(
+    kind: Kind,
+    ops: Sequence[OpRef],
+    override: bool,
+    complex_values: bool = False,
+    since: int | None = None,
+    until: int | None = None,
+) -> Callable[[F], F]:
     names = tuple(normalize_op_name(op) for op in ops)
     if not names:
         raise ValueError(f"@{kind} needs at least one op name")
+    check_opset_range(since, until)
 
     def mark(fn: F) -> F:
         tags: list[_Tag] = list(getattr(fn, _TAG, ()))
-        tags.append(_Tag(kind, names, override, complex_values))
+        tags.append(_Tag(kind, names, override, complex_values, since, until))
         setattr(fn, _TAG, tags)
         return fn
 
     return mark
 
 
-def converter(*ops: OpRef, override: bool = False, complex_values: bool = False) -> Callable[[F], F]:
+def converter(
+    *ops: OpRef,
+    override: bool = False,
+    complex_values: bool = False,
+    since: int | None = None,
+    until: int | None = None,
+) -> Callable[[F], F]:
     """Mark ``fn`` as the converter of ``ops`` (names like ``"aten::gelu"`` or op objects).
 
     ``override=True`` lets it replace another registration of the same layer.
     ``complex_values=True`` says it handles complex tensors, which reach it as real
     Values with a trailing dim of 2 (real, imaginary); pt2onnx refuses to hand complex
     values to any other converter, which would compute on them as on real ones.
+    ``since``/``until`` bound the target opsets it serves (both inclusive; None: no
+    bound): an export at another opset does not see it, and of one plugin's converters
+    of an op that serve the target opset, the one with the highest ``since`` wins.
     The function is registered when its module is passed to ``register.module``.
     """
-    return _tagger("converter", ops, override, complex_values)
+    return _tagger("converter", ops, override, complex_values, since, until)
 
 
-def lowering(*ops: OpRef, override: bool = False) -> Callable[[F], F]:
-    """Mark ``fn`` as the lowering of higher-order ``ops`` (``"higher_order::cond"``, ...)."""
-    return _tagger("lowering", ops, override)
+def lowering(
+    *ops: OpRef, override: bool = False, since: int | None = None, until: int | None = None
+) -> Callable[[F], F]:
+    """Mark ``fn`` as the lowering of higher-order ``ops`` (``"higher_order::cond"``, ...).
+
+    ``since``/``until``: the target opsets it serves, as for :func:`converter`.
+    """
+    return _tagger("lowering", ops, override, since=since, until=until)
 
 
 @dataclass
@@ -124,12 +183,25 @@ class _Sink:
     registrations: list[Registration] = field(default_factory=list)
 
     def add(
-        self, kind: Kind, op: OpRef, fn: Callable[..., Any] | None, override: bool, complex_values: bool = False
+        self,
+        kind: Kind,
+        op: OpRef,
+        fn: Callable[..., Any] | None,
+        override: bool,
+        complex_values: bool = False,
+        since: int | None = None,
+        until: int | None = None,
     ) -> None:
         if fn is not None and not callable(fn):
             raise TypeError(f"plugin {self.plugin!r}: {kind} for {op!r} is not callable: {fn!r}")
+        try:
+            check_opset_range(since, until)
+        except ValueError as e:
+            raise ValueError(f"plugin {self.plugin!r}: {kind} for {op!r}: {e}") from None
         self.registrations.append(
-            Registration(normalize_op_name(op), kind, fn, self.plugin, self.layer, override, None, complex_values)
+            Registration(
+                normalize_op_name(op), kind, fn, self.plugin, self.layer, override, None, complex_values, since, until
+            )
         )
 
 
@@ -151,7 +223,7 @@ class _Registrar:
                 if tag.kind != kind:
                     continue
                 for op in tag.ops:
-                    self._sink.add(kind, op, fn, tag.override, tag.complex_values)
+                    self._sink.add(kind, op, fn, tag.override, tag.complex_values, tag.since, tag.until)
                     count += 1
         return count
 
@@ -160,10 +232,17 @@ class ConverterRegistrar(_Registrar):
     """Handed to ``pt2onnx_register_converters``."""
 
     def converter(
-        self, op: OpRef, fn: Callable[..., Any], *, override: bool = False, complex_values: bool = False
+        self,
+        op: OpRef,
+        fn: Callable[..., Any],
+        *,
+        override: bool = False,
+        complex_values: bool = False,
+        since: int | None = None,
+        until: int | None = None,
     ) -> None:
-        """Register ``fn`` as the converter of ``op`` (``complex_values``: see :func:`converter`)."""
-        self._sink.add("converter", op, fn, override, complex_values)
+        """Register ``fn`` as the converter of ``op`` (``complex_values``, ``since``, ``until``: see :func:`converter`)."""
+        self._sink.add("converter", op, fn, override, complex_values, since, until)
 
     def module(self, module: ModuleType) -> int:
         """Register every ``@converter`` function defined in ``module``; returns how many."""
@@ -173,9 +252,17 @@ class ConverterRegistrar(_Registrar):
 class LoweringRegistrar(_Registrar):
     """Handed to ``pt2onnx_register_lowerings``."""
 
-    def lowering(self, op: OpRef, fn: Callable[..., Any], *, override: bool = False) -> None:
-        """Register ``fn`` as the lowering of the higher-order op ``op``."""
-        self._sink.add("lowering", op, fn, override)
+    def lowering(
+        self,
+        op: OpRef,
+        fn: Callable[..., Any],
+        *,
+        override: bool = False,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> None:
+        """Register ``fn`` as the lowering of the higher-order op ``op`` (``since``/``until``: see :func:`converter`)."""
+        self._sink.add("lowering", op, fn, override, since=since, until=until)
 
     def module(self, module: ModuleType) -> int:
         """Register every ``@lowering`` function defined in ``module``; returns how many."""
@@ -183,11 +270,22 @@ class LoweringRegistrar(_Registrar):
 
 
 class CustomOpRegistrar(_Registrar):
-    """Handed to ``pt2onnx_register_custom_ops``: three ways to export a ``torch.library`` op."""
+    """Handed to ``pt2onnx_register_custom_ops``: three ways to export a ``torch.library`` op.
 
-    def expand(self, op: OpRef, fn: Callable[..., Any], *, override: bool = False) -> None:
+    Each takes ``since``/``until``, the target opsets the handler serves (see :func:`converter`).
+    """
+
+    def expand(
+        self,
+        op: OpRef,
+        fn: Callable[..., Any],
+        *,
+        override: bool = False,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> None:
         """``fn(op, *args, **kwargs)`` emits standard ONNX ops for the custom op."""
-        self._sink.add("custom_op", op, fn, override)
+        self._sink.add("custom_op", op, fn, override, since=since, until=until)
 
     def custom_domain(
         self,
@@ -198,6 +296,8 @@ class CustomOpRegistrar(_Registrar):
         version: int = 1,
         attributes: Callable[..., dict[str, Any]] | None = None,
         override: bool = False,
+        since: int | None = None,
+        until: int | None = None,
     ) -> None:
         """Emit the op as one node ``domain::op_type`` (opset ``version`` of that domain).
 
@@ -209,11 +309,20 @@ class CustomOpRegistrar(_Registrar):
         """
         name = normalize_op_name(op)
         node_type = op_type or name.split("::", 1)[1].split(".", 1)[0]
-        self._sink.add("custom_op", op, _single_node(domain, node_type, version, attributes), override)
+        emit = _single_node(domain, node_type, version, attributes)
+        self._sink.add("custom_op", op, emit, override, since=since, until=until)
 
-    def decompose(self, op: OpRef, fn: Callable[..., Any], *, override: bool = False) -> None:
+    def decompose(
+        self,
+        op: OpRef,
+        fn: Callable[..., Any],
+        *,
+        override: bool = False,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> None:
         """``fn`` is a Python decomposition of the op into aten ops, run before translation."""
-        self._sink.add("decomposition", op, fn, override)
+        self._sink.add("decomposition", op, fn, override, since=since, until=until)
 
     def module(self, module: ModuleType) -> int:
         """Register every ``@converter`` function of ``module`` as an ``expand`` handler."""
@@ -236,17 +345,34 @@ class DecompositionRegistrar(_Registrar):
 class RewriteRegistrar(_Registrar):
     """Handed to ``pt2onnx_register_rewrites``."""
 
-    def rewrite(self, name: str, fn: Callable[[ir.Model], object], *, override: bool = False) -> None:
+    def rewrite(
+        self,
+        name: str,
+        fn: Callable[[ir.Model], object],
+        *,
+        override: bool = False,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> None:
         """Register ``fn(model)``, which rewrites the assembled ``onnx_ir.Model`` in place, as the pass ``name``.
 
         ``name`` is how the report lists the pass and how ``optimize={name: False}``
         switches it off; a higher layer registering the same name replaces it.
+        ``since``/``until``: the target opsets it runs at (inclusive), e.g. ``since=23``
+        for a fusion into ``Attention``; at any other opset the pass is off and the
+        report says why.
         """
         if not name.isidentifier():
             raise ValueError(f"plugin {self.plugin!r}: rewrite name {name!r} is not an identifier")
         if not callable(fn):
             raise TypeError(f"plugin {self.plugin!r}: rewrite {name!r} is not callable: {fn!r}")
-        self._sink.registrations.append(Registration(name, "rewrite", fn, self.plugin, self._sink.layer, override))
+        try:
+            check_opset_range(since, until)
+        except ValueError as e:
+            raise ValueError(f"plugin {self.plugin!r}: rewrite {name!r}: {e}") from None
+        self._sink.registrations.append(
+            Registration(name, "rewrite", fn, self.plugin, self._sink.layer, override, since=since, until=until)
+        )
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,14 @@ several plugins conflict unless exactly one says ``override=True``. A conflict i
 in the table, shown by ``pt2onnx plugins``/``pt2onnx ops``, and raised as a
 :class:`~pt2onnx.errors.PluginConflictError` only by an export that reaches the op.
 Whatever a winner shadows is kept, so the report and ``pt2onnx ops`` can show it.
+
+The table is built for one target opset. Registrations whose ``since``/``until`` range
+does not hold it are set aside first (``other_opsets``, shown by ``pt2onnx ops`` and
+named by the "no converter" error); of one plugin's registrations of an op that serve
+the opset, the one with the highest ``since`` (None counting as the lowest) stands for
+the plugin. Only then do layers and ``override=True`` decide between plugins: a project
+converter registered ``since=20`` shadows the builtin one at opsets 20 and later, and the
+builtin one still converts the op at 19 and below.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from typing import Any
 
 from .errors import PluginConflictError, PluginError
 from .opnames import lookup_keys, op_name
+from .opset import default_opset
 from .plugin_manager import PluginSet, hook_callers, load_plugins
 from .registration import (
     PREPARATION_KINDS,
@@ -85,6 +94,16 @@ def conflict_error(op: str, registrations: Sequence[Registration]) -> PluginConf
     )
 
 
+def _serving(registrations: Sequence[Registration], opset: int) -> tuple[list[Registration], list[Registration]]:
+    """(those that serve ``opset``, one per plugin: the highest ``since``; the others)."""
+    serving = [r for r in registrations if r.serves(opset)]
+    newest: dict[str, int] = {}
+    for r in serving:
+        newest[r.plugin] = max(newest.get(r.plugin, 0), r.since or 0)
+    chosen = [r for r in serving if (r.since or 0) == newest[r.plugin]]
+    return chosen, [r for r in registrations if not any(r is c for c in chosen)]
+
+
 def _resolve(registrations: Sequence[Registration]) -> Entry:
     ranked = sorted(registrations, key=lambda r: r.layer, reverse=True)
     top = [r for r in ranked if r.layer == ranked[0].layer]
@@ -123,12 +142,17 @@ class Registry:
 
     ``lookup`` and ``decomposition`` are what an export asks; they raise the
     :class:`PluginConflictError` of an op in conflict. ``find``, ``converts`` and
-    ``entries_for`` never raise: they serve diagnosis.
+    ``entries_for`` never raise: they serve diagnosis. Resolved for the target
+    ``opset`` (default: :func:`~pt2onnx.opset.default_opset`).
     """
 
-    def __init__(self, plugin_set: PluginSet, registrations: Iterable[Registration]) -> None:
+    def __init__(
+        self, plugin_set: PluginSet, registrations: Iterable[Registration], *, opset: int | None = None
+    ) -> None:
         self.plugin_set = plugin_set
         self.registrations = list(registrations)
+        #: The target opset the tables are resolved for.
+        self.opset = default_opset() if opset is None else opset
         handling: dict[str, list[Registration]] = defaultdict(list)
         rewriting: dict[str, list[Registration]] = defaultdict(list)
         preparing: dict[str, list[Registration]] = defaultdict(list)
@@ -142,13 +166,32 @@ class Registry:
                 preparing[r.op].append(r)
             else:
                 handling[r.op].append(r)
+        #: Per op name (and rewrite name), its registrations that do not serve :attr:`opset`
+        #: or that a newer form of the same plugin supersedes.
+        self.other_opsets: dict[str, list[Registration]] = {}
         #: Every registered op name's entry (its handlers of all kinds, resolved by layer).
-        self.handlers = {op: _resolve(regs) for op, regs in handling.items()}
+        self.handlers = self._resolve_serving(handling)
         #: Rewrite passes by name, in the order their names were first registered.
-        self.rewrites = {name: _resolve(regs) for name, regs in rewriting.items()}
+        self.rewrites = self._resolve_serving(rewriting)
+        #: Rewrite passes registered only for other opsets: off in this export.
+        self.rewrites_off = {name: regs for name, regs in rewriting.items() if name not in self.rewrites}
         #: Capture preparations (pytree types, patches, dynamic-shape hints) by name, in registration order.
         self.preparations = {name: _resolve(regs) for name, regs in preparing.items()}
         self._cache: dict[str, Entry | None] = {}
+
+    def _resolve_serving(self, registered: dict[str, list[Registration]]) -> dict[str, Entry]:
+        resolved = {}
+        for name, regs in registered.items():
+            serving, others = _serving(regs, self.opset)
+            if others:
+                self.other_opsets[name] = others
+            if serving:
+                resolved[name] = _resolve(serving)
+        return resolved
+
+    def unserved(self, target: Any) -> list[Registration]:
+        """The converting registrations of ``target`` (overload or packet) for opsets other than :attr:`opset`."""
+        return [r for k in lookup_keys(target) for r in self.other_opsets.get(k, ()) if r.converts]
 
     @property
     def converters(self) -> dict[str, Entry]:
@@ -223,9 +266,22 @@ class Registry:
             result[packet] = packet_entry
         return {k: e for k, e in result.items() if e is not None}
 
+    def other_opsets_for(self, name: str) -> dict[str, list[Registration]]:
+        """Like :meth:`entries_for`: the registrations of ``name`` (or of its packet's overloads) for other opsets."""
+        packet = name.split(".", 1)[0]
+        keys = {name, packet} if name != packet else {k for k in self.other_opsets if k.split(".", 1)[0] == packet}
+        return {k: regs for k in sorted(keys) if (regs := [r for r in self.other_opsets.get(k, ()) if r.converts])}
+
     def rewrite_functions(self) -> dict[str, Any]:
         """Each rewrite pass's winning function by name (see :meth:`check_rewrites` for conflicts)."""
         return {name: e.winner.fn for name, e in self.rewrites.items()}
+
+    def rewrites_off_reasons(self) -> dict[str, str]:
+        """Why each rewrite registered only for other opsets is off in this export."""
+        return {
+            name: f"registered for opsets {', '.join(sorted({r.opsets for r in regs}))}, the target is {self.opset}"
+            for name, regs in self.rewrites_off.items()
+        }
 
     def check_rewrites(self, names: Iterable[str]) -> None:
         """Raise the :class:`PluginConflictError` of the first of the rewrite passes ``names`` in conflict."""
@@ -251,8 +307,8 @@ class Registry:
         ]
 
 
-def build_registry(plugin_set: PluginSet) -> Registry:
-    """Call every plugin's registration hooks once and resolve the result.
+def build_registry(plugin_set: PluginSet, opset: int | None = None) -> Registry:
+    """Call every plugin's registration hooks once and resolve the result for the target ``opset``.
 
     A plugin whose hook raises (e.g. an invalid op name) is skipped with a
     :class:`~pt2onnx.errors.PluginLoadWarning`, all its registrations dropped; one
@@ -285,9 +341,11 @@ def build_registry(plugin_set: PluginSet) -> Registry:
             distribution=info.distribution,
             hint=f"Block it with -p no:{name} (or disable=[{name!r}]) to silence this warning.",
         )
-    return Registry(plugin_set, [r for r in registrations if r.plugin not in failed])
+    return Registry(plugin_set, [r for r in registrations if r.plugin not in failed], opset=opset)
 
 
-def session_registry(plugins: Sequence[Any] | None = None, disable: Iterable[str] = ()) -> Registry:
-    """Load the plugins of one session and build its registry."""
-    return build_registry(load_plugins(plugins, disable=disable))
+def session_registry(
+    plugins: Sequence[Any] | None = None, disable: Iterable[str] = (), opset: int | None = None
+) -> Registry:
+    """Load the plugins of one session and build its registry for ``opset`` (default: the default opset)."""
+    return build_registry(load_plugins(plugins, disable=disable), opset)

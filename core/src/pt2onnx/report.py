@@ -176,6 +176,8 @@ class Report:
         opset: the target ONNX opset.
         ops: every op of the graph, the plugin that converted it and what it shadowed.
         passes: every optimization pass with the node count before and after.
+        passes_off: the plugins' rewrites registered only for other opsets (off in
+            this export), with the reason.
         plugins: the plugins loaded, with their layer; ``broken_plugins`` those skipped.
         nodes_translated, nodes_final: ONNX nodes before and after optimization.
         inputs, outputs: the ONNX model's inputs and outputs.
@@ -200,6 +202,7 @@ class Report:
     #: Every registration that did work, with the plugin that made it (what a plugin's tests prove).
     contributions: list[Contribution] = field(default_factory=list)
     passes: list[PassEffect] = field(default_factory=list)
+    passes_off: dict[str, str] = field(default_factory=dict)
     plugins: list[PluginInfo] = field(default_factory=list)
     broken_plugins: list[BrokenPlugin] = field(default_factory=list)
     nodes_translated: int = 0
@@ -278,6 +281,9 @@ class Report:
         if self.passes:
             lines.append("optimization passes:")
             lines.extend(f"  {p.name:<26} -{p.removed:<5} nodes {p.seconds:.3f}s" for p in self.passes)
+        if self.passes_off:
+            lines.append(f"rewrites off at opset {self.opset}:")
+            lines.extend(f"  {name:<26} {why}" for name, why in self.passes_off.items())
         if self.broken_plugins:
             lines.append("broken plugins (skipped):")
             lines.extend(f"  {b.name} ({b.distribution}): {b.error}" for b in self.broken_plugins)

@@ -87,6 +87,7 @@ def _sections(report: Report) -> list[_Section]:
         passes.rows.append((p.name, str(p.nodes_before), str(p.nodes_after), str(p.removed), f"{p.seconds:.3f}"))
     if not report.passes:
         passes.lines.append("none ran")
+    passes.lines.extend(f"off at opset {report.opset}: {name}: {why}" for name, why in report.passes_off.items())
     sections.append(passes)
 
     plugins = _Section("Plugins", headers=("plugin", "layer", "distribution", "version"))

@@ -26,6 +26,7 @@ from .builder import Builder
 from .errors import ConversionError, PluginConflictError, Pt2OnnxError, UnsupportedArgumentError, UnsupportedOpsError
 from .op import Op
 from .opnames import op_name
+from .opset import MIN_OPSET
 from .provenance import METADATA_KEYS, location_of, metadata_props
 from .registration import Registration
 from .registry import Entry, Registry
@@ -61,6 +62,13 @@ def _is_custom(name: str) -> bool:
     return name.split("::", 1)[0] not in _TORCH_NAMESPACES
 
 
+def _other_opsets(unserved: list[Registration], opset: int) -> str:
+    """Where the registrations ``unserved`` convert an op, and the oldest opset that would work."""
+    ranges = ", ".join(f"{r.opsets} ({r.plugin})" for r in unserved)
+    oldest = min(max(r.since or MIN_OPSET, MIN_OPSET) for r in unserved)
+    return f"converted at opsets {ranges}, not at {opset}; the oldest that works: opset={oldest}"
+
+
 class GraphTranslator:
     """Translates one exported program; lives for one export."""
 
@@ -89,6 +97,7 @@ class GraphTranslator:
     def check_supported(self, gm: torch.fx.GraphModule) -> None:
         """Raise one error listing every op of ``gm`` (subgraphs included) without converter."""
         missing: dict[str, list[Any]] = {}
+        other_opsets: dict[str, str] = {}
         for node in _all_call_nodes(gm):
             try:
                 if self.registry.lookup(node.target) is not None:
@@ -96,13 +105,16 @@ class GraphTranslator:
             except PluginConflictError as e:
                 raise e.at(location_of(node)) from None
             name = op_name(node.target)
-            if _is_custom(name) and self.unknown_custom_ops == "emit":
+            unserved = self.registry.unserved(node.target)
+            if unserved:
+                other_opsets[name] = _other_opsets(unserved, self.opset)
+            elif _is_custom(name) and self.unknown_custom_ops == "emit":
                 continue
             missing.setdefault(name, []).append(location_of(node))
         if not missing:
             return
         hint = None
-        custom = sorted(n for n in missing if _is_custom(n))
+        custom = sorted(n for n in missing if _is_custom(n) and n not in other_opsets)
         if custom:
             hint = (
                 f"{', '.join(custom)} {'is a custom op' if len(custom) == 1 else 'are custom ops'} "
@@ -112,10 +124,17 @@ class GraphTranslator:
                 "aten ops (see docs/custom_ops.md). Or pass unknown_custom_ops='emit' to emit one opaque "
                 "node in a domain named after the op's namespace."
             )
+        if other_opsets:
+            newer = (
+                f"{', '.join(sorted(other_opsets))} {'is' if len(other_opsets) == 1 else 'are'} converted at other "
+                f"opsets than {self.opset}: export at an opset its line names (opset=N), or register a converter "
+                f"that serves opset {self.opset}"
+            )
+            hint = f"{newer}. {hint}" if hint else newer
         closed = self.registry.plugin_set.closed_note()
         if closed is not None:
             hint = f"{(hint or UnsupportedOpsError.DEFAULT_HINT).rstrip('.')}. Note: {closed}"
-        raise UnsupportedOpsError(missing, hint=hint)
+        raise UnsupportedOpsError(missing, hint=hint, other_opsets=other_opsets)
 
     # -- the main graph -------------------------------------------------------------
 

@@ -91,7 +91,7 @@ def test_softmax_int(fn, data, shape, dtype, to_float):
 
 
 @pytest.mark.parametrize("name", ["relu", "silu", "hardswish", "leaky_relu", "elu", "softplus"])
-def test_activation_opset18_dynamic(name):
+def test_activation_opset14_dynamic(name):
     fn = {
         "leaky_relu": F.leaky_relu,
         "elu": F.elu,
@@ -104,6 +104,6 @@ def test_activation_opset18_dynamic(name):
         (torch.randn(4, 3),),
         other_inputs=[((torch.randn(7, 3),), {})],
         dynamic_shapes=({0: batch},),
-        opset=18,
+        opset=14,
         expect_ops=[f"aten::{name}"],
     )

@@ -36,7 +36,7 @@ def _values(dtype, infinities=True):
 @st.composite
 def attention_cases(draw):
     dtype = draw(dtypes(("float32", "float16", "float64", "bfloat16")))
-    opset = draw(st.sampled_from([18, 26]))
+    opset = draw(st.sampled_from([14, 26]))
     batch = [draw(st.integers(1, 2)) for _ in range(draw(st.integers(0, 2)))]
     # onnxruntime's Attention gives NaN where a row's scores are -inf from infinite queries
     # or keys (torch: zeros); rows masked out by the mask are zeros in both.

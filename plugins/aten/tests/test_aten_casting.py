@@ -64,7 +64,7 @@ def test_scalar_tensor_of_a_symbolic_size():
         (torch.ones(3, 2),),
         other_inputs=[((torch.ones(5, 2),), {})],
         dynamic_shapes=({0: torch.export.Dim("n")},),
-        opset=18,
+        opset=14,
         expect_ops=["aten::scalar_tensor"],
     )
 

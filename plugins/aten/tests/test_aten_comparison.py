@@ -7,6 +7,9 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+import pt2onnx
+from lambda_modules import Variadic
+from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import (
     ALL_DTYPES,
     INT_DTYPES,
@@ -96,7 +99,7 @@ def test_bitwise_not(x):
 
 
 @pytest.mark.parametrize("name", ["lt", "ne", "logical_and", "bitwise_xor", "isnan"])
-def test_comparison_opset18_dynamic(name):
+def test_comparison_opset14_dynamic(name):
     fns = {
         "lt": lambda x, y: x < y,
         "ne": lambda x, y: x != y,
@@ -111,6 +114,18 @@ def test_comparison_opset18_dynamic(name):
         (x, y),
         other_inputs=[((torch.randn(9, 3), torch.zeros(1, 3)), {})],
         dynamic_shapes=({0: batch}, None),
-        opset=18,
+        opset=14,
         expect_ops=[f"aten::{name}"],
     )
+
+
+@pytest.mark.parametrize("name", [*BITWISE, "bitwise_not"])
+def test_bitwise_of_bools_below_opset_18_and_of_integers_refused(name):
+    fn = getattr(torch, name)
+    args = (torch.tensor([True, False, True]),) if name == "bitwise_not" else (torch.tensor([True, False]),) * 2
+    assert_exports_like_eager(lambda *xs: fn(*xs), args, opset=14, expect_ops=[f"aten::{name}"])
+    ints = tuple(torch.tensor([3, 5]) for _ in args)
+    with pytest.raises(
+        UnsupportedArgumentError, match=r"ONNX has Bitwise\w+ for integers from opset 18 \(target: 17\)"
+    ):
+        pt2onnx.export(Variadic(lambda *xs: fn(*xs)), ints, opset=17)

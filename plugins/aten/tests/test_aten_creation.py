@@ -137,7 +137,7 @@ def test_arange(data, start, length, step, dtype, floats):
     )
 
 
-def test_arange_to_a_dynamic_length_at_opset_18():
+def test_arange_to_a_dynamic_length_at_opset_14():
     seq = torch.export.Dim("seq", min=3)
     model = Fn(lambda t: (torch.arange(t.shape[0]), torch.arange(1, t.shape[0] + 1, 2, dtype=torch.float32)))
     assert_exports_like_eager(
@@ -145,6 +145,6 @@ def test_arange_to_a_dynamic_length_at_opset_18():
         (torch.randn(5),),
         dynamic_shapes=({0: seq},),
         other_inputs=[((torch.randn(12),), {})],
-        opset=18,
+        opset=14,
         expect_ops=["aten::arange"],
     )

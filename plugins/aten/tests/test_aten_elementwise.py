@@ -201,7 +201,7 @@ def test_where(data, shapes_):
 
 
 @pytest.mark.parametrize("name", ["add", "mul", "div", "pow", "remainder", "maximum", "where"])
-def test_binary_opset18_dynamic(name):
+def test_binary_opset14_dynamic(name):
     fns = {
         "add": lambda x, y: x + y * 2,
         "mul": lambda x, y: x * y,
@@ -218,7 +218,7 @@ def test_binary_opset18_dynamic(name):
         (x, y),
         other_inputs=[((torch.randn(9, 3), y), {})],
         dynamic_shapes=({0: batch}, None),
-        opset=18,
+        opset=14,
         expect_ops=[f"aten::{name}"],
     )
 
@@ -229,3 +229,9 @@ def test_a_wider_scalar_tensor_is_rounded_to_the_result_dtype_first(fn):
     # onnxruntime's Max has no int16 kernel, so the comparison runs in int32 after that cast.
     big, small = torch.tensor(1246203733, dtype=torch.int32), torch.tensor([-1, 5, -30000], dtype=torch.int16)
     assert_exports_like_eager(lambda a, b: fn(a, b), (big, small), expect_ops=[f"aten::{fn.__name__}"], dynamic=False)
+
+
+def test_integer_pow_below_opset_18_takes_the_odd_bits_by_mod():
+    base, exponent = torch.tensor([2, -3, 1, -1, 5]), torch.tensor([3, 5, -2, -3, 0])
+    for opset in (14, 18):
+        assert_exports_like_eager(lambda x, y: torch.pow(x, y), (base, exponent), opset=opset, expect_ops=["aten::pow"])

@@ -14,8 +14,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+import pt2onnx
 from lambda_modules import Unary
-from pt2onnx.errors import UnsupportedArgumentError
+from pt2onnx.errors import UnsupportedArgumentError, UnsupportedOpsError
 from pt2onnx.testing import assert_exports_like_eager, dtypes, shapes, tensors
 
 NORMS = st.sampled_from([None, "ortho", "forward"])
@@ -50,32 +51,41 @@ def _complex(data, x):
     return torch.complex(x, data.draw(tensors(tuple(x.shape), x.dtype, low=-3, high=3, edge_values=False)))
 
 
-@given(data=st.data(), x=_signal(), normalization=NORMALIZATIONS, onesided=st.booleans())
-def test_real_to_complex(data, x, normalization, onesided):
+# DFT's oldest opset (axis an attribute), the first with its axis as an input, the default.
+OPSETS = st.sampled_from([17, 20, None])
+
+
+@given(data=st.data(), x=_signal(), normalization=NORMALIZATIONS, onesided=st.booleans(), opset=OPSETS)
+def test_real_to_complex(data, x, normalization, onesided, opset):
     dims = _dims(data, x.dim())
     # A complex output: run() hands it back complex, compared part by part.
     fn = lambda t: A._fft_r2c(t, dims, normalization, onesided)  # noqa: E731
-    assert_exports_like_eager(fn, (x,), atol=_atol(x), expect_ops={"aten::_fft_r2c": "aten"})
+    assert_exports_like_eager(fn, (x,), atol=_atol(x), opset=opset, expect_ops={"aten::_fft_r2c": "aten"})
 
 
-@given(data=st.data(), x=_signal(), normalization=NORMALIZATIONS, forward=st.booleans())
-def test_complex_to_complex(data, x, normalization, forward):
+@given(data=st.data(), x=_signal(), normalization=NORMALIZATIONS, forward=st.booleans(), opset=OPSETS)
+def test_complex_to_complex(data, x, normalization, forward, opset):
     # A complex input: fed to onnxruntime as its (..., 2) real view.
     z = _complex(data, x)
     dims = _dims(data, z.dim())
     fn = lambda t: A._fft_c2c(t, dims, normalization, forward)  # noqa: E731
-    assert_exports_like_eager(fn, (z,), atol=_atol(z), expect_ops={"aten::_fft_c2c": "aten"})
+    assert_exports_like_eager(fn, (z,), atol=_atol(z), opset=opset, expect_ops={"aten::_fft_c2c": "aten"})
 
 
-@given(data=st.data(), x=_signal(shapes(min_rank=1, max_rank=3, min_side=2, max_side=6)), normalization=NORMALIZATIONS)
-def test_complex_to_real(data, x, normalization):
+@given(
+    data=st.data(),
+    x=_signal(shapes(min_rank=1, max_rank=3, min_side=2, max_side=6)),
+    normalization=NORMALIZATIONS,
+    opset=OPSETS,
+)
+def test_complex_to_real(data, x, normalization, opset):
     # The half spectrum of a real signal back to the real signal: its length follows the spectrum's
     # (2 * (bins - 1), plus 1 for an odd one), as torch.fft.irfftn computes it.
     dims = _dims(data, x.dim())
     spectrum = torch.fft.rfftn(x, dim=dims)
     odd = x.shape[dims[-1]] % 2
     fn = lambda t: A._fft_c2r(t, dims, normalization, 2 * (t.shape[dims[-1]] - 1) + odd)  # noqa: E731
-    assert_exports_like_eager(fn, (spectrum,), atol=_atol(spectrum), expect_ops={"aten::_fft_c2r": "aten"})
+    assert_exports_like_eager(fn, (spectrum,), atol=_atol(spectrum), opset=opset, expect_ops={"aten::_fft_c2r": "aten"})
 
 
 @pytest.mark.parametrize("dims, norm", [([0], None), ([1, 0], "ortho"), ([-1], "forward")])
@@ -123,6 +133,9 @@ def test_complex_arithmetic_is_refused_rather_than_computed_as_real():
         assert_exports_like_eager(model, (torch.randn(2, 8),))
 
 
-def test_an_opset_without_dft_axis_input_is_refused():
-    with pytest.raises(UnsupportedArgumentError, match="opset >= 20"):
-        assert_exports_like_eager(Unary(lambda t: A._fft_r2c(t, [0], 0, True)), (torch.randn(8),), opset=19)
+def test_below_opset_17_the_ffts_are_listed_with_the_opset_that_has_dft():
+    with pytest.raises(UnsupportedOpsError) as info:
+        pt2onnx.export(Unary(lambda t: A._fft_r2c(t, [0], 0, True)), (torch.randn(8),), opset=16)
+    assert info.value.other_opsets == {
+        "aten::_fft_r2c.default": "converted at opsets 17+ (aten), not at 16; the oldest that works: opset=17"
+    }

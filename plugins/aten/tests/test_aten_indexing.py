@@ -8,9 +8,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+import pt2onnx
 from lambda_modules import Binary as Fn2
 from lambda_modules import Ternary as Fn3
 from lambda_modules import Unary as Fn
+from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
@@ -123,13 +125,13 @@ def test_index_put_accumulates_duplicates(dtype):
     assert_exports_like_eager(model, (x, v, i), expect_ops=["aten::index_put", "aten::_unsafe_index_put"])
 
 
-def test_setitem_with_a_mask_at_opset_18():
+def test_setitem_with_a_mask_at_opset_14():
     def fn(t):
         t = t.clone()
         t[t > 0] = 0.5
         return t
 
-    assert_exports_like_eager(Fn(fn), (torch.randn(3, 4),), opset=18, expect_ops=["aten::index_put"])
+    assert_exports_like_eager(Fn(fn), (torch.randn(3, 4),), opset=14, expect_ops=["aten::index_put"])
 
 
 @given(data=st.data(), x=tensors(shapes(max_rank=3, max_side=4), DTYPES))
@@ -195,3 +197,11 @@ def test_an_index_out_of_range_is_an_error_at_run_time(name, bad):
     )
     with pytest.raises(ort_errors, match=r"(?i)out of range|out of data bounds|invalid ind"):
         result.run(x, torch.tensor([bad]))
+
+
+def test_index_put_accumulating_needs_opset_16():
+    x, values, index = torch.zeros(4), torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 2])
+    model = Fn3(lambda t, v, i: torch.ops.aten.index_put(t, [i], v, True))
+    assert_exports_like_eager(model, (x, values, index), opset=16, expect_ops=["aten::index_put"])
+    with pytest.raises(UnsupportedArgumentError, match=r"ScatterND adds duplicates up from opset 16 \(target: 15\)"):
+        pt2onnx.export(model, (x, values, index), opset=15)

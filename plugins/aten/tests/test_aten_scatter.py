@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+import pt2onnx
 from lambda_modules import Ternary as Fn3
+from pt2onnx.errors import UnsupportedArgumentError, UnsupportedOpsError
 from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
@@ -100,6 +103,7 @@ def test_masked_scatter(data, x):
 
 
 def test_scatter_family_at_opset_18_with_a_dynamic_dim():
+    # scatter_reduce by amax: ScatterElements reduces by max from opset 18.
     batch = torch.export.Dim("batch")
 
     def fn(t, i, s):
@@ -116,3 +120,17 @@ def test_scatter_family_at_opset_18_with_a_dynamic_dim():
         opset=18,
         expect_ops=["aten::scatter_reduce", "aten::slice_scatter", "aten::scatter_add"],
     )
+
+
+def test_scatter_add_and_sum_at_opset_16_and_max_refused_below_18():
+    def fn(t, i, s):
+        return t.scatter_reduce(1, i, s, "sum"), t.scatter_add(1, i, s), t.scatter(1, i, s)
+
+    x, i, s = torch.randn(2, 4), torch.tensor([[0, 0, 3], [1, 2, 1]]), torch.randn(2, 3)
+    assert_exports_like_eager(
+        Fn3(fn), (x, i, s), opset=16, expect_ops=["aten::scatter_reduce", "aten::scatter_add", "aten::scatter"]
+    )
+    with pytest.raises(UnsupportedArgumentError, match="ScatterElements reduces by max/min from opset 18"):
+        pt2onnx.export(Fn3(lambda t, i, s: t.scatter_reduce(1, i, s, "amax")), (x, i, s), opset=17)
+    with pytest.raises(UnsupportedOpsError, match="the oldest that works: opset=16"):
+        pt2onnx.export(Fn3(lambda t, i, s: t.scatter_add(1, i, s)), (x, i, s), opset=15)

@@ -36,6 +36,7 @@ def assert_exports_like_eager(
     rtol: float | None = None,
     check_model: bool = True,
     expect_ops: Iterable[str] | Mapping[str, str] = (),
+    opset: int | None = None,
     **export_options: Any,
 ) -> ExportResult:
     """Export ``model`` through the full pipeline, run it in onnxruntime and compare with eager.
@@ -54,6 +55,9 @@ def assert_exports_like_eager(
         expect_ops: op names (``aten::add`` matches every overload) the export must have
             converted, so a test cannot pass without exercising its converter; a mapping
             ``{op: plugin}`` also names the plugin that must have converted each.
+        opset: the target opset (default: :func:`pt2onnx.export`'s); a converter
+            registered with ``since=``/``until=`` is tested at the opsets it claims,
+            its oldest and the default one.
         export_options: go to :func:`pt2onnx.export`.
 
     When the test passes, the pytest plugin of :mod:`pt2onnx.testing` counts every
@@ -71,7 +75,7 @@ def assert_exports_like_eager(
             export_options["dynamic_shapes"] = "auto"
     if isinstance(model, torch.nn.Module):
         model = model.eval()
-    result = export(model, args, kwargs, **export_options)
+    result = export(model, args, kwargs, opset=opset, **export_options)
     _check_expected_ops(result, expect_ops)
     if check_model:
         onnx.checker.check_model(result.model_proto, full_check=True)

@@ -29,7 +29,7 @@ def size(op: Op, x: ir.Value, axis: int) -> ir.Value:
     d = static_dims(x)[axis]
     if d is not None:
         return ints(op, [d])
-    return op.Shape(x, start=axis, end=axis + 1)
+    return shape_of(op, x, start=axis, end=axis + 1)
 
 
 def one_d(op: Op, v: Any) -> ir.Value:
@@ -127,3 +127,38 @@ def expand_to(op: Op, x: ir.Value, shape: ir.Value) -> ir.Value:
         zeros = ints(op, [0] * len(empty))
         return op.Slice(full, zeros, zeros, ints(op, [axis - len(target) for axis in empty]))
     return to_dtype(op, op.Expand(widen(op, x, "Expand"), shape), x.dtype)
+
+
+def reduce_over(
+    op: Op, onnx_op: str, x: ir.Value, axes: list[int] | ir.Value | None, *, keepdims: int | bool
+) -> ir.Value:
+    """The Reduce* op ``onnx_op`` of ``x`` over ``axes`` (ints, a 1-D INT64 Value, or None
+    for every axis) in the target opset's form: the axes an input from opset 18
+    (``ReduceSum``: 13), an attribute before, where they must be known at export."""
+    emit = getattr(op, onnx_op)
+    if axes is None:
+        return emit(x, keepdims=int(keepdims))
+    if op.opset >= (13 if onnx_op == "ReduceSum" else 18):
+        return emit(x, axes if isinstance(axes, ir.Value) else ints(op, axes), keepdims=int(keepdims))
+    known = known_values(axes) if isinstance(axes, ir.Value) else [int(a) for a in axes]
+    if known is None:
+        raise op.unsupported(
+            "dim",
+            "computed in the graph",
+            f"{onnx_op} takes its axes as an attribute before opset 18 (target: {op.opset})",
+            hint="export with opset>=18",
+        )
+    return emit(x, axes=known, keepdims=int(keepdims))
+
+
+def shape_of(op: Op, x: ir.Value, *, start: int | None = None, end: int | None = None) -> ir.Value:
+    """``x.shape[start:end]`` as a 1-D INT64 tensor: ``Shape`` takes ``start``/``end`` as
+    attributes from opset 15, a ``Slice`` of the whole shape stands for them before."""
+    bounds = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
+    if op.opset >= 15 or not bounds:
+        return op.Shape(x, **bounds)
+    sliced = op.Slice(op.Shape(x), ints(op, [start or 0]), ints(op, [INT64_MAX if end is None else end]))
+    rank = op.rank_of(x)
+    if rank is not None:  # what Shape's inference would know, for the ops downstream
+        sliced.shape = ir.Shape([len(range(rank)[start:end])])
+    return sliced

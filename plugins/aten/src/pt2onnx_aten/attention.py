@@ -17,6 +17,7 @@ import onnx_ir as ir
 from pt2onnx.plugin import converter
 
 from ._common import FLOAT32_16, FLOATS, compute
+from ._dims import reduce_over, shape_of
 
 D = ir.DataType
 
@@ -26,12 +27,12 @@ def _groups(op, query, key):
     hq, hkv = query.shape[-3], key.shape[-3]
     if isinstance(hq, int) and isinstance(hkv, int):
         return hq // hkv
-    return op.Div(op.Shape(query, start=-3, end=-2), op.Shape(key, start=-3, end=-2))
+    return op.Div(shape_of(op, query, start=-3, end=-2), shape_of(op, key, start=-3, end=-2))
 
 
 def _repeat_heads(op, x, groups):
     """torch's repeat_interleave of the key/value heads: (..., Hkv, S, E) -> (..., Hkv * groups, S, E)."""
-    batch, heads, rest = op.Shape(x, end=-3), op.Shape(x, start=-3, end=-2), op.Shape(x, start=-2)
+    batch, heads, rest = shape_of(op, x, end=-3), shape_of(op, x, start=-3, end=-2), shape_of(op, x, start=-2)
     g = op.constant([groups]) if isinstance(groups, int) else groups
     expanded = op.Expand(op.Unsqueeze(x, op.constant([-3])), op.Concat(batch, heads, g, rest, axis=0))
     return op.Reshape(expanded, op.Concat(batch, op.Mul(heads, g), rest, axis=0))
@@ -40,8 +41,8 @@ def _repeat_heads(op, x, groups):
 def _causal(op, query, key):
     """(L, S) bool mask, True where key j <= query i."""
     zero, one = op.constant(0), op.constant(1)
-    rows = op.Range(zero, op.Squeeze(op.Shape(query, start=-2, end=-1)), one)
-    cols = op.Range(zero, op.Squeeze(op.Shape(key, start=-2, end=-1)), one)
+    rows = op.Range(zero, op.Squeeze(shape_of(op, query, start=-2, end=-1)), one)
+    cols = op.Range(zero, op.Squeeze(shape_of(op, key, start=-2, end=-1)), one)
     return op.LessOrEqual(op.Unsqueeze(cols, zero), op.Unsqueeze(rows, one))
 
 
@@ -51,7 +52,7 @@ def _scale(op, query, scale, dtype):
     depth = query.shape[-1]
     if isinstance(depth, int):
         return op.constant(1.0 / math.sqrt(depth), dtype)
-    return op.Reciprocal(op.Sqrt(op.Cast(op.Shape(query, start=-1), to=dtype)))
+    return op.Reciprocal(op.Sqrt(op.Cast(shape_of(op, query, start=-1), to=dtype)))
 
 
 def _explicit(op, q, k, v, mask, is_causal, scale):
@@ -67,7 +68,7 @@ def _explicit(op, q, k, v, mask, is_causal, scale):
     if is_causal:
         scores = op.Add(scores, op.Where(_causal(op, q, k), op.constant(0.0, dtype), neg_inf))
     # torch's _safe_softmax: a row of -inf scores attends to nothing (zeros, not NaN).
-    masked_out = op.ReduceMin(op.Cast(op.Equal(scores, neg_inf), to=D.UINT8), op.constant([-1]), keepdims=1)
+    masked_out = reduce_over(op, "ReduceMin", op.Cast(op.Equal(scores, neg_inf), to=D.UINT8), [-1], keepdims=1)
     weights = op.Where(op.Cast(masked_out, to=D.BOOL), op.constant(0.0, dtype), op.Softmax(scores, axis=-1))
     return op.MatMul(weights, v)
 
@@ -78,7 +79,7 @@ def _mask_rows(op, mask, query):
     if mask.shape[-2] == query.shape[-2]:
         return mask
     ones = op.constant([1] * (op.rank_of(mask) - 2), D.INT64)
-    return op.Expand(mask, op.Concat(ones, op.Shape(query, start=-2, end=-1), op.constant([1]), axis=0))
+    return op.Expand(mask, op.Concat(ones, shape_of(op, query, start=-2, end=-1), op.constant([1]), axis=0))
 
 
 @converter("aten::scaled_dot_product_attention.default")

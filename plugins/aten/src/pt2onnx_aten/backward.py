@@ -7,9 +7,10 @@ import numpy as np
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, as_dtype, compute, kernel_dtype
+from ._dims import shape_of
 
 
-@converter("aten::max_pool2d_with_indices_backward.default")
+@converter("aten::max_pool2d_with_indices_backward.default", since=16)
 def max_pool2d_with_indices_backward(op, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
     # Each output's gradient goes to the input position its max came from (indices are per plane).
     def emit(grad, x):
@@ -44,7 +45,7 @@ def adaptive_avg_pool2d_backward(op, grad_output, self):
     # NaN reaches only its own pixels (a 0/1 matrix product would spread 0 * inf = NaN).
     def spread(grad, axis):
         def dim(v):
-            return op.Shape(v, start=axis, end=axis + 1) if axis == -2 else op.Shape(v, start=axis)
+            return shape_of(op, v, start=axis, end=axis + 1) if axis == -2 else shape_of(op, v, start=axis)
 
         members, lengths = _bin_members(op, dim(self), dim(grad))
         zero = op.constant(0.0, grad.dtype)
@@ -60,20 +61,20 @@ def adaptive_avg_pool2d_backward(op, grad_output, self):
     return compute(op, lambda grad: spread(spread(grad, -2), -1), [grad_output], op.output_dtype, FLOATS)
 
 
-@converter("aten::embedding_dense_backward.default")
+@converter("aten::embedding_dense_backward.default", since=16)
 def embedding_dense_backward(op, grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
     if scale_grad_by_freq:
         raise op.unsupported("scale_grad_by_freq", True, "not supported yet", hint="train without scale_grad_by_freq")
 
     # Sum the gradient rows of every index into its weight row; the padding row gets none.
     def emit(grad):
-        rows = op.Reshape(grad, op.Concat(op.constant([-1]), op.Shape(grad, start=-1), axis=0))
+        rows = op.Reshape(grad, op.Concat(op.constant([-1]), shape_of(op, grad, start=-1), axis=0))
         flat = op.Reshape(indices, op.constant([-1, 1]))
         if padding_idx >= 0:
             # torch skips those rows (a NaN in them must not reach the padding row as 0 * NaN).
             keep = op.Not(op.Equal(flat, op.constant(int(padding_idx))))
             rows = op.Where(keep, rows, op.constant(0.0, grad.dtype))
-        shape = op.Concat(op.shape_tensor([num_weights]), op.Shape(grad, start=-1), axis=0)
+        shape = op.Concat(op.shape_tensor([num_weights]), shape_of(op, grad, start=-1), axis=0)
         zeros = op.Expand(op.constant(np.zeros((), dtype=grad.dtype.numpy())), shape)
         return op.ScatterND(zeros, flat, rows, reduction="add")
 
@@ -94,7 +95,7 @@ def native_layer_norm_backward(op, grad_out, input, normalized_shape, mean, rstd
         gw = g if w is None else op.Mul(g, w)
         ds = op.ReduceSum(op.Mul(op.Mul(g, x), w) if w is not None else op.Mul(g, x), inner, keepdims=1)
         db = op.ReduceSum(gw, inner, keepdims=1)
-        scale = op.Reciprocal(op.Cast(op.ReduceProd(op.Shape(x, start=rank - k), keepdims=0), to=x.dtype))
+        scale = op.Reciprocal(op.Cast(op.ReduceProd(shape_of(op, x, start=rank - k), keepdims=0), to=x.dtype))
         b = op.Mul(op.Mul(op.Mul(op.Mul(op.Sub(op.Mul(db, mu), ds), a), a), a), scale)
         c = op.Sub(op.Mul(op.Neg(b), mu), op.Mul(op.Mul(db, a), scale))
         grad_input = op.Add(op.Add(op.Mul(op.Mul(a, g), w) if w is not None else op.Mul(a, g), op.Mul(b, x)), c)

@@ -19,6 +19,7 @@ import numpy as np
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, D, as_dtype, kernel_dtype, rank
+from ._dims import reduce_over, shape_of
 
 _EXTREMES = FLOATS | {D.INT8, D.INT32, D.INT64, D.UINT8}
 _PRODUCTS = frozenset({D.FLOAT, D.DOUBLE, D.INT32, D.INT64})
@@ -40,7 +41,7 @@ def _back(op, x, back):
 
 def _square(op, x):
     """(x spread as [..., 1, n], mask [n, n] with mask[i, j] = j <= i, positions j as [1, n])."""
-    n = op.Shape(x, start=-1)
+    n = shape_of(op, x, start=-1)
     positions = op.Range(op.constant(0), op.Squeeze(n, op.constant([0])), op.constant(1))
     columns = op.Unsqueeze(positions, op.constant([0]))
     rows = op.Unsqueeze(positions, op.constant([1]))
@@ -64,17 +65,19 @@ def _cumulative_extreme(op, self, dim, largest):
     spread, mask, columns = _square(op, x)
     masked = op.Where(mask, spread, op.constant(_lowest(wide, largest), wide))
     axes = op.constant([-1])
-    values = (op.ReduceMax if largest else op.ReduceMin)(masked, axes, keepdims=0)
+    values = reduce_over(op, "ReduceMax" if largest else "ReduceMin", masked, axes, keepdims=0)
     best = op.Unsqueeze(values, axes)
     hit = op.Equal(spread, best)
     if wide.is_floating_point():
         # A NaN wins from where it stands on, and the last NaN is the index.
         nan = op.IsNaN(spread)
-        nan_seen = op.Cast(op.ReduceMax(op.Cast(op.And(mask, nan), to=D.UINT8), axes, keepdims=0), to=D.BOOL)
+        nan_seen = op.Cast(
+            reduce_over(op, "ReduceMax", op.Cast(op.And(mask, nan), to=D.UINT8), axes, keepdims=0), to=D.BOOL
+        )
         values = op.Where(nan_seen, op.constant(math.nan, wide), values)
         seen = op.Unsqueeze(nan_seen, axes)
         hit = op.Or(op.And(seen, nan), op.And(op.Not(seen), hit))  # onnxruntime has no bool Where
-    index = op.ReduceMax(op.Where(op.And(mask, hit), columns, op.constant(-1)), axes, keepdims=0)
+    index = reduce_over(op, "ReduceMax", op.Where(op.And(mask, hit), columns, op.constant(-1)), axes, keepdims=0)
     values = values if wide == dtype else op.Cast(values, to=dtype)
     return _back(op, values, back), _back(op, index, back)
 
@@ -97,7 +100,7 @@ def cumprod(op, self, dim, *, dtype=None):
     wide = kernel_dtype(op, out, _PRODUCTS)
     x, back = _last(op, as_dtype(op, self, wide), dim % rank(self))
     spread, mask, _ = _square(op, x)
-    product = op.ReduceProd(op.Where(mask, spread, op.constant(1, wide)), op.constant([-1]), keepdims=0)
+    product = reduce_over(op, "ReduceProd", op.Where(mask, spread, op.constant(1, wide)), [-1], keepdims=0)
     return _back(op, as_dtype(op, product, out), back)
 
 
@@ -113,7 +116,7 @@ def logcumsumexp(op, self, dim):
     axes = op.constant([-1])
     # log(sum(exp(x - m))) + m with m each prefix's max (0 where it is infinite, so that
     # an all -inf prefix gives -inf and a +inf one +inf, as in torch).
-    peak = op.ReduceMax(masked, axes, keepdims=1)
+    peak = reduce_over(op, "ReduceMax", masked, axes, keepdims=1)
     peak = op.Where(op.IsInf(peak), op.constant(0.0, wide), peak)
     total = op.ReduceSum(op.Exp(op.Sub(masked, peak)), axes, keepdims=1)
     result = op.Squeeze(op.Add(op.Log(total), peak), axes)

@@ -7,6 +7,7 @@ import math
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, compute
+from ._dims import reduce_over, shape_of
 from .reductions import _extreme
 
 
@@ -26,7 +27,7 @@ def _norm(op, diff, p, axis, *, nan_max):
         if nan_max:
             return _extreme(op, "ReduceMax", magnitude, [axis], False)
         zero = op.constant(0.0, diff.dtype)
-        return op.ReduceMax(op.Where(op.IsNaN(magnitude), zero, magnitude), axes, keepdims=0)
+        return reduce_over(op, "ReduceMax", op.Where(op.IsNaN(magnitude), zero, magnitude), axes, keepdims=0)
     if p == 1:
         return op.ReduceSum(magnitude, axes, keepdims=0)
     if p == 2:
@@ -52,7 +53,7 @@ def pdist(op, self, p=2.0):
     def emit(x):
         dist = _pairwise(op, x, x, p, nan_max=True)
         # Pairs i < j in row-major order, as torch lists them.
-        n = op.Squeeze(op.Shape(x, start=0, end=1))
+        n = op.Squeeze(shape_of(op, x, start=0, end=1))
         index = op.Range(op.constant(0), n, op.constant(1))
         upper = op.Less(op.Unsqueeze(index, op.constant([1])), op.Unsqueeze(index, op.constant([0])))
         return op.GatherND(dist, op.Transpose(op.NonZero(upper), perm=[1, 0]))

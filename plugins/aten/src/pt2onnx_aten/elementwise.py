@@ -110,6 +110,15 @@ def _int_pow_by_constant(op, base, exponent):
     return op.Expand(op.constant(1, base.dtype), op.Shape(base)) if result is None else op.Identity(result)
 
 
+def _odd(op, v):
+    """Whether the integers ``v`` are odd: their lowest bit (``BitwiseAnd``, opset 18), or
+    ``Mod`` by 2 (Python's sign rule: 1 for negative odd numbers too) before."""
+    one = op.constant(1, v.dtype)
+    if op.opset >= 18:
+        return op.Cast(op.BitwiseAnd(v, one), to=D.BOOL)
+    return op.Cast(op.Mod(v, op.constant(2, v.dtype)), to=D.BOOL)
+
+
 def _int_pow(op, base, exponent):
     """torch's ``powi``: square-and-multiply (wrapping like torch) in a ``Loop`` that runs
     once per bit of the largest exponent; a negative exponent gives 1 for base 1, +-1 for
@@ -136,7 +145,7 @@ def _int_pow(op, base, exponent):
     ]
 
     def step(sub, _iteration, _cond, result, square, bits):
-        odd = sub.Cast(sub.BitwiseAnd(bits, one_bit), to=D.BOOL)
+        odd = _odd(sub, bits)
         result = sub.Where(odd, sub.Mul(result, square), result)
         bits = sub.BitShift(bits, one_bit, direction="RIGHT")
         return [any_left(sub, bits), result, sub.Mul(square, square), bits]
@@ -144,7 +153,7 @@ def _int_pow(op, base, exponent):
     body = op.subgraph(step, body_inputs, name=f"{name}.powi")
     powered, _, _ = op.Loop(None, any_left(op, bits), ones, base, bits, body=body, _outputs=3)
     minus_one = op.constant(-1, dtype)
-    odd_exponent = op.Cast(op.BitwiseAnd(exponent, one), to=D.BOOL)
+    odd_exponent = _odd(op, exponent)
     negative = op.Where(
         op.Equal(base, one),
         one,

@@ -5,7 +5,9 @@ dim holds the real and imaginary parts, as ``DFT`` takes it; ``view_as_real`` an
 ``view_as_complex`` are then identities. ``dim`` lists the transformed dims; each is one
 ``DFT`` node. ``normalization`` is torch's: 0 none, 1 by ``1/sqrt(n)``, 2 by ``1/n``
 (``n`` the product of the signal sizes). Only forward ``DFT`` nodes are emitted; an
-inverse is ``conj(dft(conj(x)))``. ``DFT`` takes its axis as an input from opset 20.
+inverse is ``conj(dft(conj(x)))``. ONNX has ``DFT`` from opset 17 (the FFT converters are
+registered ``since=17``: no composition of older ops computes it but a matrix product
+per dim), with its axis an attribute before opset 20 and an input from 20 on.
 """
 
 from __future__ import annotations
@@ -13,26 +15,25 @@ from __future__ import annotations
 from pt2onnx.plugin import converter
 
 from ._common import D
+from ._dims import shape_of
 
 _FLOATS = frozenset({D.FLOAT, D.DOUBLE})
 
 
 def _check(op, x):
-    if op.opset < 20:
-        raise op.unsupported(
-            "opset", op.opset, "ONNX DFT takes its axis as an input from opset 20", hint="export with opset >= 20"
-        )
     if x.dtype not in _FLOATS:
         raise op.unsupported("self", x.dtype.name, "onnxruntime's DFT runs float32 and float64 only")
 
 
 def _dft(op, x, axis, *, onesided=False):
     """The forward DFT of ``x`` along ``axis``, unscaled."""
+    if op.opset < 20:
+        return op.DFT(x, None, axis=axis, inverse=0, onesided=int(onesided))
     return op.DFT(x, None, op.constant(axis, D.INT64), inverse=0, onesided=int(onesided))
 
 
 def _conj(op, x):
-    real, imaginary = op.Split(x, axis=-1, num_outputs=2, _outputs=2)
+    real, imaginary = op.Split(x, op.constant([1, 1]), axis=-1, _outputs=2)
     return op.Concat(real, op.Neg(imaginary), axis=-1)
 
 
@@ -53,7 +54,7 @@ def _size(op, x, axis):
     size = x.shape[axis] if x.shape is not None else None
     if isinstance(size, int):
         return size
-    return op.Squeeze(op.Shape(x, start=axis, end=axis + 1), op.constant([0], D.INT64))
+    return op.Squeeze(shape_of(op, x, start=axis, end=axis + 1), op.constant([0], D.INT64))
 
 
 def _scaled(op, y, sizes, normalization):
@@ -77,7 +78,7 @@ def _axes(dim, rank):
     return [d % rank for d in dim]
 
 
-@converter("aten::_fft_r2c.default", complex_values=True)
+@converter("aten::_fft_r2c.default", complex_values=True, since=17)
 def fft_r2c(op, self, dim, normalization, onesided):
     _check(op, self)
     axes = _axes(dim, self.shape.rank())
@@ -89,7 +90,7 @@ def fft_r2c(op, self, dim, normalization, onesided):
     return _scaled(op, y, sizes, normalization)
 
 
-@converter("aten::_fft_c2c.default", complex_values=True)
+@converter("aten::_fft_c2c.default", complex_values=True, since=17)
 def fft_c2c(op, self, dim, normalization, forward):
     _check(op, self)
     axes = _axes(dim, self.shape.rank() - 1)
@@ -103,7 +104,7 @@ def fft_c2c(op, self, dim, normalization, forward):
     return _scaled(op, y, sizes, normalization)
 
 
-@converter("aten::_fft_c2r.default", complex_values=True)
+@converter("aten::_fft_c2r.default", complex_values=True, since=17)
 def fft_c2r(op, self, dim, normalization, last_dim_size):
     _check(op, self)
     axes = _axes(dim, self.shape.rank() - 1)

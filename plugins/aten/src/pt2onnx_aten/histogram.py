@@ -19,7 +19,7 @@ from ._common import D
 _HALF = frozenset({D.FLOAT16, D.BFLOAT16})
 
 
-@converter("aten::histc.default")
+@converter("aten::histc.default", since=16)
 def histc(op, self, bins=100, min=0, max=0):
     dtype = op.output_dtype
     if dtype not in (D.FLOAT, D.DOUBLE, *_HALF):

@@ -21,7 +21,7 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._dims import expand_to, ints, normalize_dim, size, to_dtype, widen
+from ._dims import expand_to, ints, normalize_dim, shape_of, size, to_dtype, widen
 
 
 def _entries(op, indices):
@@ -82,12 +82,12 @@ def index(op, self, indices):
 def index_put(op, self, indices, values, accumulate=False):
     adv = _Advanced(op, self, indices)
     k = len(adv.axes)
-    front_shape = op.Concat(adv.shape, op.Shape(adv.moved, start=k), axis=0)
+    front_shape = op.Concat(adv.shape, shape_of(op, adv.moved, start=k), axis=0)
     values = to_dtype(op, values, self.dtype)
     if adv.adjacent and adv.first > 0:
         # values broadcast against torch's layout of the indexed result: pre, index dims, post.
         torch_shape = op.Concat(
-            op.Shape(self, start=0, end=adv.first), adv.shape, op.Shape(self, start=adv.first + k), axis=0
+            shape_of(op, self, start=0, end=adv.first), adv.shape, shape_of(op, self, start=adv.first + k), axis=0
         )
         expanded = expand_to(op, values, torch_shape)
         b = op.rank_of(expanded) - (adv.rank - k) if op.rank_of(expanded) is not None else None
@@ -99,6 +99,13 @@ def index_put(op, self, indices, values, accumulate=False):
     else:
         updates = expand_to(op, values, front_shape)
     if accumulate:
+        if op.opset < 16:
+            raise op.unsupported(
+                "accumulate",
+                True,
+                f"ONNX ScatterND adds duplicates up from opset 16 (target: {op.opset})",
+                hint="export with opset>=16",
+            )
         data = widen(op, adv.moved, "ScatterReduce")
         out = op.ScatterND(data, adv.coords, to_dtype(op, updates, data.dtype), reduction="add")
         out = to_dtype(op, out, self.dtype)

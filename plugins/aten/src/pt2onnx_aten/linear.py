@@ -7,6 +7,7 @@ import onnx_ir as ir
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, as_dtype, compute
+from ._dims import shape_of
 
 D = ir.DataType
 # onnxruntime's MatMul kernels; narrower ints are multiplied in int32 (the wrap-around
@@ -64,7 +65,7 @@ def matmul(op, self, other):
 def addmm(op, self, mat1, mat2, *, beta=1, alpha=1):
     dtype = op.output_dtype
     if alpha == 0 and dtype in (D.FLOAT, D.DOUBLE):
-        shape = op.Concat(op.Shape(mat1, start=0, end=1), op.Shape(mat2, start=1, end=2), axis=0)
+        shape = op.Concat(shape_of(op, mat1, start=0, end=1), shape_of(op, mat2, start=1, end=2), axis=0)
         return _scaled_self(op, as_dtype(op, self, dtype), beta, shape)
     if dtype in FLOATS | {D.BFLOAT16} and beta != 0:
         return compute(
@@ -85,7 +86,7 @@ def baddbmm(op, self, batch1, batch2, *, beta=1, alpha=1):
 @converter("aten::addmv.default")
 def addmv(op, self, mat, vec, *, beta=1, alpha=1):
     if alpha == 0 and op.output_dtype in (D.FLOAT, D.DOUBLE):
-        return _scaled_self(op, as_dtype(op, self, op.output_dtype), beta, op.Shape(mat, start=0, end=1))
+        return _scaled_self(op, as_dtype(op, self, op.output_dtype), beta, shape_of(op, mat, start=0, end=1))
     return _add_product(op, self, mat, vec, beta, alpha)
 
 

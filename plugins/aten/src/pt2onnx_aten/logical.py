@@ -25,10 +25,22 @@ def logical_not(op, self):
     return op.Not(as_dtype(op, self, D.BOOL))
 
 
+def _before_18(op, name):
+    """The error for integer bitwise ops below opset 18, where ONNX has none."""
+    return op.unsupported(
+        "self",
+        op.output_dtype.name,
+        f"ONNX has {name} for integers from opset 18 (target: {op.opset})",
+        hint="export with opset>=18",
+    )
+
+
 def _bitwise(bool_op, int_op):
     def convert(op, self, other):
         if op.output_dtype == D.BOOL:
             return getattr(op, bool_op)(*promote(op, self, other))
+        if op.opset < 18:
+            raise _before_18(op, int_op)
         return compute(op, getattr(op, int_op), [self, other], op.output_dtype, INTS, argument="self")
 
     return convert
@@ -49,4 +61,6 @@ bitwise_xor = converter(
 def bitwise_not(op, self):
     if op.output_dtype == D.BOOL:
         return op.Not(self)
+    if op.opset < 18:
+        raise _before_18(op, "BitwiseNot")
     return op.BitwiseNot(self)

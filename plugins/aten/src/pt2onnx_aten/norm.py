@@ -14,7 +14,8 @@ The explicit forms apply the statistics as torch's CPU kernels do, folded into o
 and shift per channel: ``x * (rstd * w) + (b - mean * rstd * w)`` (batch, instance and
 group norm; onnxruntime's BatchNormalization folds them the same way) and
 ``(x * rstd - rstd * mean) * w + b`` (layer norm), so NaN and inf in the input or the
-affine parameters come out where torch puts them.
+affine parameters come out where torch puts them. Layer norm is ``LayerNormalization``
+from opset 17 and the explicit form before it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, as_dtype, compute
+from ._dims import reduce_over, shape_of
 
 _HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 
@@ -36,7 +38,7 @@ def _stat_dtype(dtype):
 
 def _filled(op, x, value, dtype, start, end=None):
     """``value`` shaped like dims [start:end] of ``x`` (an affine parameter torch left out)."""
-    return op.Expand(op.constant(value, dtype), op.Shape(x, start=start, end=end))
+    return op.Expand(op.constant(value, dtype), shape_of(op, x, start=start, end=end))
 
 
 def _per_channel(op, value, rank):
@@ -46,10 +48,9 @@ def _per_channel(op, value, rank):
 
 def _moments(op, x, axes, eps):
     """Mean, rstd and the biased variance of ``x`` over ``axes`` (dims kept)."""
-    axes_ = op.constant(axes)
-    mean = op.ReduceMean(x, axes_, keepdims=1)
+    mean = reduce_over(op, "ReduceMean", x, axes, keepdims=1)
     centered = op.Sub(x, mean)
-    var = op.ReduceMean(op.Mul(centered, centered), axes_, keepdims=1)
+    var = reduce_over(op, "ReduceMean", op.Mul(centered, centered), axes, keepdims=1)
     rstd = op.Reciprocal(op.Sqrt(op.Add(var, op.constant(eps, x.dtype))))
     return mean, rstd, var
 
@@ -124,7 +125,7 @@ def _batch_statistics(op, input, weight, bias, eps):
     y = as_dtype(op, _scale_shift(op, x, mean, rstd, *_channel_params(op, weight, bias, x.dtype, rank)), dtype)
     squeeze = op.constant(axes)
     mean, rstd, var = (op.Squeeze(v, squeeze) for v in (mean, rstd, var))
-    count = op.Cast(op.Div(op.Size(input), op.Shape(input, start=1, end=2)), to=x.dtype)
+    count = op.Cast(op.Div(op.Size(input), shape_of(op, input, start=1, end=2)), to=x.dtype)
     unbiased = op.Mul(var, op.Div(count, op.Sub(count, op.constant(1.0, x.dtype))))
     return y, mean, rstd, unbiased
 
@@ -181,29 +182,51 @@ def _layer_norm(op, input, normalized_shape, weight, bias, eps, outputs):
     dtype = op.output_dtype
     axis = -len(normalized_shape)
     if dtype == ir.DataType.DOUBLE:
-        # LayerNormalization's statistics are float32 at most: float64 takes the explicit
-        # form, torch's (x * rstd - rstd * mean) * w + b.
-        mean, rstd, _ = _moments(op, input, list(range(axis, 0)), float(eps))
-        y = _scale_shift(op, input, mean, rstd, None, None)
-        if weight is not None:
-            y = op.Mul(y, weight)
-        if bias is not None:
-            y = op.Add(y, bias)
-        return (y, mean, rstd) if outputs == 3 else y
+        # LayerNormalization's statistics are float32 at most: float64 takes the explicit form.
+        return _layer_norm_explicit(op, input, normalized_shape, weight, bias, eps, outputs)
     scale = weight if weight is not None else _filled(op, input, 1.0, dtype, axis)
     inputs = [input, scale] if bias is None else [input, scale, bias]
     # Statistics in float32 (for float16/bfloat16 too, as torch computes them).
     return op.LayerNormalization(*inputs, axis=axis, epsilon=float(eps), stash_type=1, _outputs=outputs)
 
 
-@converter("aten::layer_norm.default")
+def _layer_norm_explicit(op, input, normalized_shape, weight, bias, eps, outputs):
+    """torch's ``(x * rstd - rstd * mean) * w + b``, in float32 for half precision as torch computes it."""
+    dtype = op.output_dtype
+    stat = _stat_dtype(dtype)
+    x = as_dtype(op, input, stat)
+    mean, rstd, _ = _moments(op, x, list(range(-len(normalized_shape), 0)), float(eps))
+    y = _scale_shift(op, x, mean, rstd, None, None)
+    if weight is not None:
+        y = op.Mul(y, as_dtype(op, weight, stat))
+    if bias is not None:
+        y = op.Add(y, as_dtype(op, bias, stat))
+    y = as_dtype(op, y, dtype)
+    return (y, mean, rstd) if outputs == 3 else y
+
+
+@converter("aten::layer_norm.default", since=17)
 def layer_norm(op, input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
     return _layer_norm(op, input, normalized_shape, weight, bias, eps, 1)
 
 
-@converter("aten::native_layer_norm.default")
+@converter("aten::layer_norm.default", until=16)
+def layer_norm_before_17(op, input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+    """ONNX has ``LayerNormalization`` from opset 17: before, its reductions spelled out."""
+    return _layer_norm_explicit(op, input, normalized_shape, weight, bias, eps, 1)
+
+
+@converter("aten::native_layer_norm.default", since=17)
 def native_layer_norm(op, input, normalized_shape, weight, bias, eps):
     out, mean, rstd = _layer_norm(op, input, normalized_shape, weight, bias, eps, 3)
+    dtype = op.output_dtype
+    return out, as_dtype(op, mean, dtype), as_dtype(op, rstd, dtype)
+
+
+@converter("aten::native_layer_norm.default", until=16)
+def native_layer_norm_before_17(op, input, normalized_shape, weight, bias, eps):
+    """ONNX has ``LayerNormalization`` from opset 17: before, its reductions spelled out."""
+    out, mean, rstd = _layer_norm_explicit(op, input, normalized_shape, weight, bias, eps, 3)
     dtype = op.output_dtype
     return out, as_dtype(op, mean, dtype), as_dtype(op, rstd, dtype)
 
@@ -217,7 +240,7 @@ def _group_norm(op, input, weight, bias, group, eps):
     group = int(group)
     mean, rstd, _ = _moments(op, op.Reshape(x, op.constant([0, group, -1])), [2], float(eps))
     # (N, G, C / G, spatial): statistics per group, affine parameters per channel.
-    per_group = op.Div(op.Shape(x, start=1, end=2), op.constant([group]))
+    per_group = op.Div(shape_of(op, x, start=1, end=2), op.constant([group]))
     grouped = op.Reshape(x, op.Concat(op.constant([0, group]), per_group, op.constant([-1]), axis=0))
     params = [
         None if v is None else op.Reshape(as_dtype(op, v, x.dtype), op.constant([group, -1, 1])) for v in (weight, bias)
@@ -268,7 +291,7 @@ def rms_norm(op, input, normalized_shape, weight=None, eps=None):
     if op.opset >= 23 and weight is not None:
         return op.RMSNormalization(input, weight, axis=axis, epsilon=float(eps), stash_type=int(stat))
     x = as_dtype(op, input, stat)
-    mean_square = op.ReduceMean(op.Mul(x, x), op.constant(list(range(axis, 0))), keepdims=1)
+    mean_square = reduce_over(op, "ReduceMean", op.Mul(x, x), list(range(axis, 0)), keepdims=1)
     y = as_dtype(op, op.Mul(x, op.Reciprocal(op.Sqrt(op.Add(mean_square, op.constant(float(eps), stat))))), dtype)
     # torch multiplies by the weight in the input dtype (bfloat16 in float32 for onnxruntime).
     return y if weight is None else compute(op, op.Mul, [y, weight], dtype, FLOATS)

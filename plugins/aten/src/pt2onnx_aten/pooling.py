@@ -7,7 +7,7 @@ import numpy as np
 from pt2onnx.plugin import converter
 
 from ._common import FLOAT32_16, FLOATS, D, as_dtype, batched, compute, int_list, kernel_dtype
-from ._dims import size, static_dims
+from ._dims import reduce_over, shape_of, size, static_dims
 
 
 def _spatial(op):
@@ -59,7 +59,7 @@ def max_pool_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=
     def pool(x):
         out, flat = op.MaxPool(x, _outputs=2, **attrs)
         # ONNX numbers indices over the whole tensor, torch within each (batch, channel) plane.
-        plane = op.Shape(x, start=-spatial)
+        plane = shape_of(op, x, start=-spatial)
         index = op.Mod(flat, op.ReduceProd(plane, keepdims=1))
         # torch gives a window holding a NaN the value NaN and the index of its last NaN
         # (onnxruntime skips NaN): the largest position of a NaN in the window, pooled exactly
@@ -117,7 +117,7 @@ def _padded_window_counts(op, x, pooled, spatial, attrs):
             starts = np.arange(out) * s - p
             dim = op.constant((np.minimum(starts + k, n + p) - starts).reshape([out, *trailing]))
         else:
-            bins = op.Range(op.constant(0), op.Squeeze(op.Shape(pooled, start=axis, end=axis + 1)), op.constant(1))
+            bins = op.Range(op.constant(0), op.Squeeze(shape_of(op, pooled, start=axis, end=axis + 1)), op.constant(1))
             starts = op.Sub(op.Mul(bins, op.constant(s)), op.constant(p))
             ends = op.Min(op.Add(starts, op.constant(k)), op.Add(size(op, x, axis), op.constant([p])))
             dim = op.Reshape(op.Sub(ends, starts), op.constant([-1, *trailing]))
@@ -198,7 +198,9 @@ def adaptive_avg_pool(op, self, output_size):
     sizes = static_dims(self)[-spatial:]
     if all(isinstance(o, int) and o == 1 for o in outputs):
         axes = op.constant(list(range(-spatial, 0)))
-        return compute(op, lambda x: op.ReduceMean(x, axes, keepdims=1), [self], op.output_dtype, _ACCUMULATE)
+        return compute(
+            op, lambda x: reduce_over(op, "ReduceMean", x, axes, keepdims=1), [self], op.output_dtype, _ACCUMULATE
+        )
     static = all(isinstance(v, int) for v in (*sizes, *outputs))
     if static and all(s % o == 0 for s, o in zip(sizes, outputs)) and op.output_dtype != D.DOUBLE:
         # Equal bins side by side: one AveragePool (onnxruntime has none for float64).
@@ -213,8 +215,11 @@ def adaptive_avg_pool(op, self, output_size):
         )
 
     def pool(x):
-        for axis, (n, out) in enumerate(zip(sizes, outputs), start=-spatial):
-            x = _adaptive_mean(op, x, axis, size(op, x, axis) if n is None else n, out)
+        # Every size read from the input: pooling one dim leaves the others as they are, and
+        # an intermediate's shape may be unknown (LessOrEqual is a function before opset 16).
+        lengths = [size(op, x, axis) if n is None else n for axis, n in enumerate(sizes, start=-spatial)]
+        for axis, (n, out) in enumerate(zip(lengths, outputs), start=-spatial):
+            x = _adaptive_mean(op, x, axis, n, out)
         return x
 
     return compute(op, pool, [self], op.output_dtype, _ACCUMULATE)

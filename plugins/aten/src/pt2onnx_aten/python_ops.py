@@ -120,6 +120,13 @@ def _logic(python_op, bool_op, int_op):
             return python_op(a, b)
         if all(isinstance(v, bool) or (isinstance(v, ir.Value) and v.dtype == _BOOL) for v in (a, b)):
             return getattr(op, bool_op)(_as(op, a, _BOOL), _as(op, b, _BOOL))
+        if op.opset < 18:
+            raise op.unsupported(
+                "a",
+                a,
+                f"ONNX has {int_op} for integers from opset 18 (target: {op.opset})",
+                hint="export with opset>=18",
+            )
         return getattr(op, int_op)(*_numbers(op, a, b, dtype=_INT))
 
     return convert

@@ -1,8 +1,9 @@
 """Reductions: sum, mean, prod, amax/amin, any, argmax/argmin, max/min along a dim, var, cumsum.
 
-``dim`` of None or [] means every dim; a 0-d tensor reduces over its (no) dims. Every
-ONNX Reduce* op takes its axes as an input from opset 18, the oldest target. Half
-precision accumulates in float32, as torch does on CPU.
+``dim`` of None or [] means every dim; a 0-d tensor reduces over its (no) dims. ONNX
+Reduce* ops take their axes as an input from opset 18 (ReduceSum: 13) and as an
+attribute before; ``reduce_over`` emits the target opset's form. Half precision
+accumulates in float32, as torch does on CPU.
 
 torch's numerics where onnxruntime's differ:
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, INTS, D, as_dtype, axes, compute, rank
+from ._dims import reduce_over, shape_of
 
 _ACCUMULATE = frozenset({D.FLOAT, D.DOUBLE, D.INT32, D.INT64})
 _LAST = 2**62  # a Slice end past any dim
@@ -33,10 +35,7 @@ _ARG = FLOATS | {D.INT8, D.INT32, D.INT64, D.UINT8}
 
 
 def _reduce(op, onnx_op, x, dims, keepdim):
-    reduce = getattr(op, onnx_op)
-    if dims is None:
-        return reduce(x, keepdims=int(keepdim))
-    return reduce(x, op.constant(dims), keepdims=int(keepdim))
+    return reduce_over(op, onnx_op, x, dims, keepdims=keepdim)
 
 
 def _static_zero(x):
@@ -80,19 +79,25 @@ def _wrapping_product(op, x, dims, keepdim):
     kept = [d for d in range(count) if d not in reduced]
     if reduced + kept != list(range(count)):
         x = op.Transpose(x, perm=reduced + kept)
-    kept_shape = op.Shape(x, start=len(reduced))
+    kept_shape = shape_of(op, x, start=len(reduced))
     rows = op.Reshape(x, op.Concat(op.constant([-1]), kept_shape, axis=0))
     dtype, name = x.dtype, op.node.name
     one, zero, two = op.constant(1, dtype), op.constant([0]), op.constant([2])
     first_axis = op.constant([0])
 
     def more_than_one(builder, v):
-        return builder.Greater(builder.Squeeze(builder.Shape(v, start=0, end=1), first_axis), op.constant(1))
+        return builder.Greater(builder.Squeeze(shape_of(builder, v, start=0, end=1), first_axis), op.constant(1))
+
+    other_axes = op.constant([0] * len(kept), D.INT64)
 
     def halve(sub, _iteration, _cond, v):
-        odd = sub.Mod(sub.Shape(v, start=0, end=1), two)
-        even = sub.Pad(v, sub.Concat(zero, odd, axis=0), one, first_axis)
-        low, high = sub.Split(even, axis=0, num_outputs=2, _outputs=2)
+        # Pad without axes and two Slices rather than Split(num_outputs=2): any opset.
+        count = shape_of(sub, v, start=0, end=1)
+        odd = sub.Mod(count, two)
+        even = sub.Pad(v, sub.Concat(zero, other_axes, odd, other_axes, axis=0), one)
+        half = sub.Div(sub.Add(count, odd), two)
+        low = sub.Slice(even, zero, half, first_axis)
+        high = sub.Slice(even, half, op.constant([_LAST]), first_axis)
         product = sub.Mul(low, high)
         return [more_than_one(sub, product), product]
 
@@ -210,7 +215,7 @@ def _arg(op, onnx_op, self, dim, keepdim):
             return index
         # torch points at the first NaN (onnxruntime's ArgMax/ArgMin skip NaN).
         nan = op.Cast(op.IsNaN(v), to=D.UINT8)
-        has_nan = op.Cast(op.ReduceMax(nan, op.constant([axis]), keepdims=int(keep)), to=D.BOOL)
+        has_nan = op.Cast(reduce_over(op, "ReduceMax", nan, [axis], keepdims=int(keep)), to=D.BOOL)
         return op.Where(has_nan, op.ArgMax(nan, axis=axis, keepdims=int(keep)), index)
 
     index = compute(op, arg, [x], self.dtype, _ARG, cast_back=False)

@@ -11,7 +11,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from pt2onnx.plugin import converter
 
 from ._common import FLOAT32_16, FLOATS, D, batched, compute, int_list
-from ._dims import size, static_dims
+from ._dims import shape_of, size, static_dims
 
 _LINEAR = {"mode": "linear"}
 _CUBIC = {"mode": "cubic", "cubic_coeff_a": -0.75}
@@ -60,7 +60,7 @@ def _scales(op, x, spatial, scales, copies=False):
 
 def _sizes(op, x, spatial, output_size):
     """The Resize ``sizes`` input: the leading dims kept, the spatial ones ``output_size``."""
-    return op.Concat(op.Shape(x, end=-spatial), op.shape_tensor(list(output_size)), axis=0)
+    return op.Concat(shape_of(op, x, end=-spatial), op.shape_tensor(list(output_size)), axis=0)
 
 
 def _interpolating(op, spatial, output_size, scales, attrs, align_corners):
@@ -236,8 +236,8 @@ def _rearrange(op, x, factor, shuffle):
     """torch's pixel_(un)shuffle for any number of batch dims, as Reshape/Transpose/Reshape."""
     rank = op.rank_of(x)
     b = rank - 3
-    lead, channels = op.Shape(x, end=-3), op.Shape(x, start=-3, end=-2)
-    height, width = op.Shape(x, start=-2, end=-1), op.Shape(x, start=-1)
+    lead, channels = shape_of(op, x, end=-3), shape_of(op, x, start=-3, end=-2)
+    height, width = shape_of(op, x, start=-2, end=-1), shape_of(op, x, start=-1)
     r, rr = op.constant([factor]), op.constant([factor * factor])
     batch = list(range(b))
     if shuffle:  # (*, C*r*r, H, W) -> (*, C, r, r, H, W) -> (*, C, H, r, W, r)
@@ -273,8 +273,10 @@ def pixel_unshuffle(op, self, downscale_factor):
 _PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 
 
-@converter("aten::grid_sampler_2d.default", "aten::grid_sampler.default")
+@converter("aten::grid_sampler_2d.default", "aten::grid_sampler.default", since=16)
 def grid_sampler(op, input, grid, interpolation_mode, padding_mode, align_corners):
+    """ONNX has ``GridSample`` from opset 16 (below it, an export re-traces the program with
+    torch's decomposition of grid_sampler_2d: gathers of every corner)."""
     if op.rank_of(input) != 4 and op.opset < 20:
         raise op.unsupported(
             "input", "5-D", "GridSample samples volumes from opset 20 on", hint="export with opset>=20"
@@ -292,8 +294,10 @@ def grid_sampler(op, input, grid, interpolation_mode, padding_mode, align_corner
     return compute(op, lambda x, g: op.GridSample(x, g, **attrs), [input, grid], op.output_dtype, kernels)
 
 
-@converter("aten::col2im.default")
+@converter("aten::col2im.default", since=18)
 def col2im(op, self, output_size, kernel_size, dilation, padding, stride):
+    """ONNX has ``Col2Im`` from opset 18 (below it, an export re-traces the program with
+    torch's decomposition of col2im, where it can)."""
     attrs = {"dilations": int_list(dilation, 2), "pads": int_list(padding, 2) * 2, "strides": int_list(stride, 2)}
     image, block = op.shape_tensor(list(output_size)), op.constant(int_list(kernel_size, 2))
 

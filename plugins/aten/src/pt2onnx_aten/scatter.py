@@ -53,8 +53,9 @@ def scatter_value(op, self, dim, index, value):
     return _scatter(op, self, _axis(op, self, dim), index, updates)
 
 
-@converter("aten::scatter_add.default")
+@converter("aten::scatter_add.default", since=16)
 def scatter_add(op, self, dim, index, src):
+    """``ScatterElements`` reduces (``reduction="add"``) from opset 16: before, duplicate indices cannot add up."""
     axis = _axis(op, self, dim)
     return _scatter(op, self, axis, index, to_dtype(op, _updates(op, src, index, axis), self.dtype), "add")
 
@@ -76,8 +77,16 @@ def _identity(dtype, reduce):
     return int(info.min) if reduce == "amax" else int(info.max)
 
 
-@converter("aten::scatter_reduce.two")
+@converter("aten::scatter_reduce.two", since=16)
 def scatter_reduce(op, self, dim, index, src, reduce, *, include_self=True):
+    """``ScatterElements`` reduces by add and mul from opset 16, by max and min from 18."""
+    if reduce in ("amax", "amin") and op.opset < 18:
+        raise op.unsupported(
+            "reduce",
+            reduce,
+            f"ONNX ScatterElements reduces by max/min from opset 18 (target: {op.opset})",
+            hint="export with opset>=18",
+        )
     axis = _axis(op, self, dim)
     updates = to_dtype(op, _updates(op, src, index, axis), self.dtype)
     data = self

@@ -8,6 +8,8 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from pt2onnx.plugin import converter
 
+from ._dims import shape_of
+
 
 @converter("aten::view.default", "aten::reshape.default", "aten::_unsafe_view.default")
 def view(op, self, size):
@@ -36,10 +38,10 @@ def flatten(op, self, start_dim=0, end_dim=-1):
         return op.Flatten(self, axis=1)
     parts = []
     if start > 0:
-        parts.append(op.Shape(self, start=0, end=start))
+        parts.append(shape_of(op, self, start=0, end=start))
     parts.append(op.constant([-1]))
     if end < rank - 1:
-        parts.append(op.Shape(self, start=end + 1))
+        parts.append(shape_of(op, self, start=end + 1))
     return op.Reshape(self, op.Concat(*parts, axis=0) if len(parts) > 1 else parts[0])
 
 
@@ -47,7 +49,7 @@ def flatten(op, self, start_dim=0, end_dim=-1):
 def sym_size(op, self, dim):
     # Dims counted by torch's rank: a complex tensor's Value has a trailing dim of 2 more.
     axis = dim % max(_input_meta(op).dim(), 1)
-    return op.Squeeze(op.Shape(self, start=axis, end=axis + 1))
+    return op.Squeeze(shape_of(op, self, start=axis, end=axis + 1))
 
 
 @converter("aten::sym_numel.default", complex_values=True)
@@ -73,7 +75,7 @@ def sym_stride(op, self, dim):
         expected = expected * n
     if not statically_known_true(stride == expected):
         raise op.unsupported("self", f"stride {stride}", "a symbolic stride of a non-contiguous layout")
-    return op.ReduceProd(op.Shape(self, start=axis + 1), keepdims=0)
+    return op.ReduceProd(shape_of(op, self, start=axis + 1), keepdims=0)
 
 
 @converter("aten::sym_storage_offset.default")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, compute, rank
+from ._dims import reduce_over
 
 
 def _along(op, onnx_op, self, dim):
@@ -21,7 +22,7 @@ def _along(op, onnx_op, self, dim):
         if onnx_op == "LogSoftmax":
             # torch: a slice holding +inf is NaN throughout (inf - inf); onnxruntime's
             # LogSoftmax gives NaN there only and -inf elsewhere in the slice.
-            top = op.ReduceMax(x, op.constant([dim]), keepdims=1)
+            top = reduce_over(op, "ReduceMax", x, [dim], keepdims=1)
             result = op.Where(op.IsInf(top, detect_negative=0), op.constant(float("nan"), x.dtype), result)
         return result
 

@@ -12,6 +12,7 @@ import math
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, D, as_dtype, axes, compute, kernel_dtype, rank
+from ._dims import reduce_over, shape_of
 
 _EXTREMES = FLOATS | {D.INT8, D.INT32, D.INT64, D.UINT8}
 _SORTABLE = frozenset({D.FLOAT, D.DOUBLE, D.INT32, D.INT64})
@@ -22,11 +23,7 @@ def _with_nan(op, x, reduced, axes_value, keepdims):
     if x.dtype not in FLOATS:
         return reduced
     flags = op.Cast(op.IsNaN(x), to=D.UINT8)
-    found = (
-        op.ReduceMax(flags, keepdims=keepdims)
-        if axes_value is None
-        else op.ReduceMax(flags, axes_value, keepdims=keepdims)
-    )
+    found = reduce_over(op, "ReduceMax", flags, axes_value, keepdims=keepdims)
     return op.Where(op.Cast(found, to=D.BOOL), op.constant(math.nan, x.dtype), reduced)
 
 
@@ -92,7 +89,7 @@ def _lower_median(op, x, axis, keepdim):
     """Value and index of the lower median of ``x`` along ``axis`` (NaN first if any)."""
     wide = kernel_dtype(op, x.dtype, _SORTABLE)
     v = as_dtype(op, x, wide)
-    n = op.Shape(v, start=axis, end=axis + 1)
+    n = shape_of(op, v, start=axis, end=axis + 1)
     k = op.Add(op.Div(op.Sub(n, 1), 2), 1)  # (n - 1) // 2 + 1 smallest: n >= 1 here
     finite = v
     if wide.is_floating_point():
@@ -104,7 +101,7 @@ def _lower_median(op, x, axis, keepdim):
     index = op.Gather(indices, op.Squeeze(last, op.constant([0])), axis=axis)
     if wide.is_floating_point():
         nan = op.IsNaN(v)
-        has_nan = op.Cast(op.ReduceMax(op.Cast(nan, to=D.UINT8), op.constant([axis]), keepdims=0), to=D.BOOL)
+        has_nan = op.Cast(reduce_over(op, "ReduceMax", op.Cast(nan, to=D.UINT8), [axis], keepdims=0), to=D.BOOL)
         first_nan = op.ArgMax(op.Cast(nan, to=D.UINT8), axis=axis, keepdims=0, select_last_index=0)
         value = op.Where(has_nan, op.constant(math.nan, wide), value)
         index = op.Where(has_nan, first_nan, index)

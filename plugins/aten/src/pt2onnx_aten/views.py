@@ -12,7 +12,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from pt2onnx.plugin import converter
 
-from ._dims import INT64_MAX, expand_to, ints, normalize_dim, one_d, size, static_dims
+from ._dims import INT64_MAX, expand_to, ints, normalize_dim, one_d, shape_of, size, static_dims
 
 
 @converter("aten::permute.default")
@@ -125,9 +125,9 @@ def unflatten(op, self, dim, sizes):
         sizes = [inferred if isinstance(s, int) and s == -1 else s for s in sizes]
     parts = [op.shape_tensor(sizes)]
     if axis > 0:
-        parts.insert(0, op.Shape(self, start=0, end=axis))
+        parts.insert(0, shape_of(op, self, start=0, end=axis))
     if axis < rank - 1:
-        parts.append(op.Shape(self, start=axis + 1))
+        parts.append(shape_of(op, self, start=axis + 1))
     shape = op.Concat(*parts, axis=0) if len(parts) > 1 else parts[0]
     return op.Reshape(self, shape, allowzero=1)
 
@@ -143,9 +143,9 @@ def diagonal(op, self, offset=0, dim1=0, dim2=1):
     elif offset < 0:
         x = op.Slice(x, ints(op, [-offset]), ints(op, [INT64_MAX]), ints(op, [-2]))
     # The diagonal of the leading L x L square, read from its flattening with step L + 1.
-    length = op.Min(op.Shape(x, start=-2, end=-1), op.Shape(x, start=-1))
+    length = op.Min(shape_of(op, x, start=-2, end=-1), shape_of(op, x, start=-1))
     square = op.Slice(x, ints(op, [0, 0]), op.Concat(length, length, axis=0), ints(op, [-2, -1]))
-    flat_shape = op.Concat(op.Shape(square, start=0, end=-2), op.Mul(length, length), axis=0)
+    flat_shape = op.Concat(shape_of(op, square, start=0, end=-2), op.Mul(length, length), axis=0)
     flat = op.Reshape(square, flat_shape, allowzero=1)
     step = op.Add(length, ints(op, [1]))
     return op.Slice(flat, ints(op, [0]), ints(op, [INT64_MAX]), ints(op, [-1]), step)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pt2onnx.plugin import converter
 
 from ._common import D, rank
+from ._dims import shape_of
 
 
 @converter("aten::unfold.default")
@@ -17,7 +18,7 @@ def unfold(op, self, dimension, size, step):
     if r == 0:
         return op.Unsqueeze(self, op.constant([0]))
     axis = dimension % r
-    length = op.Squeeze(op.Shape(self, start=axis, end=axis + 1), op.constant([0]))
+    length = op.Squeeze(shape_of(op, self, start=axis, end=axis + 1), op.constant([0]))
     count = op.Add(op.Div(op.Sub(length, size), step), 1)
     starts = op.Mul(op.Range(op.constant(0), count, op.constant(1)), step)
     offsets = op.constant(list(range(size)), D.INT64)

@@ -6,8 +6,8 @@ key/value repetition around attention, ``nn.MultiheadAttention``'s sequence-firs
 layout, the index grids of vmapped mask builders, and
 the reshapes around a ``Gemm`` on flattened rows.
 Each is a rewrite pass of its own (see ``pt2onnx_register_rewrites``), in the report
-and switchable with ``optimize={name: False}``; each leaves the model unchanged when
-the target opset lacks the op it emits.
+and switchable with ``optimize={name: False}``; each is registered ``since=`` the opset
+that gave ONNX the op it emits, so below it the pass is off and the report says why.
 """
 
 from __future__ import annotations
@@ -22,20 +22,21 @@ from .packed_attention import fuse_packed_attention
 from .rms_norm import fuse_rms_norm
 from .rotary import fuse_rotary_embedding
 
-#: The rewrites in the order they run: later ones match what earlier ones produced.
+#: The rewrites in the order they run (later ones match what earlier ones produced), each
+#: with the opset that gave ONNX the op it emits: below it, the pass is off and the report says so.
 REWRITES = {
-    "fuse_rms_norm": fuse_rms_norm,
-    "fuse_gelu_tanh": fuse_gelu_tanh,
-    "simplify_index_grids": simplify_index_grids,
-    "fuse_rotary_embedding": fuse_rotary_embedding,
-    "fuse_repeated_kv": fuse_repeated_kv,
-    "fuse_attention_heads": fuse_attention_heads,
-    "fuse_packed_attention": fuse_packed_attention,
-    "unflatten_gemm": unflatten_gemm,
+    "fuse_rms_norm": (fuse_rms_norm, 23),
+    "fuse_gelu_tanh": (fuse_gelu_tanh, 20),
+    "simplify_index_grids": (simplify_index_grids, None),
+    "fuse_rotary_embedding": (fuse_rotary_embedding, 23),
+    "fuse_repeated_kv": (fuse_repeated_kv, 23),
+    "fuse_attention_heads": (fuse_attention_heads, 23),
+    "fuse_packed_attention": (fuse_packed_attention, 23),
+    "unflatten_gemm": (unflatten_gemm, None),
 }
 
 
 @hookimpl
 def pt2onnx_register_rewrites(register: RewriteRegistrar) -> None:
-    for name, fn in REWRITES.items():
-        register.rewrite(name, fn)
+    for name, (fn, since) in REWRITES.items():
+        register.rewrite(name, fn, since=since)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import onnx_ir as ir
 
-from .graph import dims, graphs, ints, new_node, only_used_by, onnx_opset, produced_by, prune, replace_value, same_dim
+from .graph import dims, graphs, ints, new_node, only_used_by, produced_by, prune, replace_value, same_dim
 
 __all__ = ["fuse_attention_heads", "fuse_repeated_kv", "mask_spans_queries"]
 
@@ -50,8 +50,6 @@ def _unrepeated(value: ir.Value | None) -> tuple[ir.Value, int] | None:
 
 def fuse_repeated_kv(model: ir.Model) -> None:
     """Feed ``Attention`` the grouped key/value heads instead of their ``repeat_kv`` copies."""
-    if onnx_opset(model) < 23:
-        return
     for _, node in _attention_nodes(model):
         if len(node.inputs) < 3:
             continue
@@ -161,8 +159,6 @@ def mask_spans_queries(attention: ir.Node) -> bool:
 
 def fuse_attention_heads(model: ir.Model) -> None:
     """Run ``Attention`` on ``(batch, seq, hidden)`` tensors where its inputs are split into heads only for it."""
-    if onnx_opset(model) < 23:
-        return
     for graph, node in _attention_nodes(model):
         if len(node.inputs) not in (3, 4) or any(o.uses() or o.is_graph_output() for o in node.outputs[1:]):
             continue

@@ -16,7 +16,7 @@ import math
 
 import onnx_ir as ir
 
-from .graph import graphs, new_node, onnx_opset, produced_by, replace_node, scalar
+from .graph import graphs, new_node, produced_by, replace_node, scalar
 
 __all__ = ["fuse_gelu_tanh"]
 
@@ -97,8 +97,6 @@ def _gelu_input(node: ir.Node) -> ir.Value | None:
 
 def fuse_gelu_tanh(model: ir.Model) -> None:
     """Rewrite each hand-written tanh GELU into ``Gelu(approximate="tanh")``."""
-    if onnx_opset(model) < 20:
-        return
     for graph in graphs(model):
         for node in list(graph):
             if node.graph is None or node.op_type != "Mul" or node.domain != "":

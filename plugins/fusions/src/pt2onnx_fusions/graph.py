@@ -13,7 +13,6 @@ __all__ = [
     "graphs",
     "ints",
     "new_node",
-    "onnx_opset",
     "only_used_by",
     "produced_by",
     "prune",
@@ -25,11 +24,6 @@ __all__ = [
 
 #: One dimension of a shape: an int, or a named symbol (``None`` when unknown).
 Dim = int | str | None
-
-
-def onnx_opset(model: ir.Model) -> int:
-    """The model's default-domain opset."""
-    return model.opset_imports.get("", 0)
 
 
 def graphs(model: ir.Model) -> Iterator[ir.Graph | ir.Function]:

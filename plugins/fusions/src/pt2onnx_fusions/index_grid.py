@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from .graph import dims, graphs, ints, new_node, onnx_opset, produced_by, replace_node, replace_value, same_dim, scalar
+from .graph import dims, graphs, ints, new_node, produced_by, replace_node, replace_value, same_dim, scalar
 
 __all__ = ["simplify_index_grids"]
 
@@ -78,8 +78,6 @@ def _unsqueeze_axes(node: ir.Node) -> list[int] | None:
 
 def simplify_index_grids(model: ir.Model) -> None:
     """Rewrite each ``GatherND`` over a grid of full aranges into ``Unsqueeze`` of its data."""
-    if onnx_opset(model) < 13:  # Unsqueeze takes its axes as an input since opset 13
-        return
     for graph in graphs(model):
         for node in list(graph):
             if node.graph is None or node.op_type != "GatherND" or node.domain != "":

@@ -19,7 +19,7 @@ import numpy as np
 import onnx_ir as ir
 
 from .attention import mask_spans_queries
-from .graph import dims, graphs, ints, new_node, only_used_by, onnx_opset, produced_by, replace_value, same_dim
+from .graph import dims, graphs, ints, new_node, only_used_by, produced_by, replace_value, same_dim
 
 __all__ = ["fuse_packed_attention"]
 
@@ -191,8 +191,6 @@ def _batch_first(
 
 def fuse_packed_attention(model: ir.Model) -> None:
     """Rewrite each sequence-first ``nn.MultiheadAttention`` block into batch-first ``MatMul``, ``Split``, ``Attention``."""
-    if onnx_opset(model) < 23:
-        return
     transposed: dict[ir.Value, ir.Value] = {}
     for graph in graphs(model):
         for node in [n for n in graph if n.op_type == "Attention" and n.domain == ""]:

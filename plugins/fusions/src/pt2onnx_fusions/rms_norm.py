@@ -7,7 +7,7 @@ from typing import Any
 import onnx_ir as ir
 import onnxscript.rewriter
 
-from .graph import onnx_opset, scalar
+from .graph import scalar
 
 __all__ = ["fuse_rms_norm"]
 
@@ -62,5 +62,4 @@ _RULES = onnxscript.rewriter.RewriteRuleSet(
 
 def fuse_rms_norm(model: ir.Model) -> None:
     """Rewrite each hand-written RMS norm into ``RMSNormalization``."""
-    if onnx_opset(model) >= 23:
-        onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=_RULES)
+    onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=_RULES)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from .graph import Dim, dims, graphs, ints, new_node, onnx_opset, produced_by, replace_value, same_dim, scalar
+from .graph import Dim, dims, graphs, ints, new_node, produced_by, replace_value, same_dim, scalar
 
 __all__ = ["fuse_rotary_embedding"]
 
@@ -162,8 +162,6 @@ def _rotary_parts(add: ir.Node) -> tuple[ir.Value, ir.Value, ir.Value] | None:
 
 def fuse_rotary_embedding(model: ir.Model) -> None:
     """Rewrite each rotary embedding of a ``(batch, heads, seq, head_dim)`` tensor into ``RotaryEmbedding``."""
-    if onnx_opset(model) < 23:
-        return
     for graph in graphs(model):
         caches = _HalfCaches(graph)
         for add in list(graph):

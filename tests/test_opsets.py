@@ -1,0 +1,348 @@
+"""Target opsets: registrations bounded by ``since``/``until``, resolved per export, shown and explained."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+import torch
+from torch._export.db.case import SupportLevel
+from torch._export.db.examples import all_examples
+
+import pt2onnx
+from pt2onnx.cli import main
+from pt2onnx.errors import OptionError, PluginConflictError, PluginError, UnsupportedOpsError
+from pt2onnx.opset import MIN_OPSET, default_opset
+from pt2onnx.plugin import ConverterRegistrar, CustomOpRegistrar, converter, hookimpl
+from pt2onnx.testing import assert_exports_like_eager
+from test_exportdb import _second_input
+
+
+class ReluNet(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x) - 0.5
+
+
+def _op_types(result: pt2onnx.ExportResult) -> set[str]:
+    return {n.op_type for n in result.model.graph}
+
+
+# Three ONNX forms of relu, so each export shows which one the registry picked.
+@converter("aten::relu", until=15)
+def relu_as_max(op, self):
+    return op.Max(self, op.constant(0.0, op.dtype_of(self)))
+
+
+@converter("aten::relu", since=16)
+def relu_as_clip(op, self):
+    return op.Clip(self, op.constant(0.0, op.dtype_of(self)))
+
+
+@converter("aten::relu", since=19)
+def relu_as_relu(op, self):
+    return op.Relu(self)
+
+
+class ReluForms:
+    """One plugin with one relu per opset range."""
+
+    name = "ReluForms"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.module(sys.modules[__name__])
+
+
+@pytest.mark.parametrize(
+    ("opset", "emitted"), [(14, "Max"), (15, "Max"), (16, "Clip"), (18, "Clip"), (19, "Relu"), (None, "Relu")]
+)
+def test_the_registration_with_the_highest_since_not_above_the_target_wins(opset, emitted):
+    result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=opset, plugins=[ReluForms()])
+    assert result.report.opset == (opset or default_opset())
+    assert result.model.opset_imports[""] == result.report.opset
+    assert emitted in _op_types(result) and not {"Max", "Clip", "Relu"} - {emitted} & _op_types(result)
+    assert result.report.provider("aten::relu.default") == "ReluForms"
+
+
+class ProjectRelu:
+    """A higher layer's relu, for opsets 20 and later only."""
+
+    name = "ProjectRelu"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", relu_as_max, since=20)
+
+
+def test_layers_decide_only_between_registrations_that_serve_the_target():
+    # At 19 the plugins= layer has nothing for relu: the builtin converter still converts it.
+    below = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=19, plugins=[ProjectRelu()])
+    assert below.report.provider("aten::relu.default") == "aten" and "Max" not in _op_types(below)
+    # From 20 on, the higher layer wins as always and the report says what it shadows.
+    above = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=20, plugins=[ProjectRelu()])
+    assert above.report.provider("aten::relu.default") == "ProjectRelu" and "Max" in _op_types(above)
+    usage = next(u for u in above.report.ops if u.op == "aten::relu.default")
+    assert any("aten" in s for s in usage.shadowed)
+
+
+class OldRelu:
+    name = "OldRelu"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", relu_as_max, until=17)
+
+
+class NewRelu:
+    name = "NewRelu"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", relu_as_relu, since=18)
+
+
+class AnyRelu:
+    name = "AnyRelu"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", relu_as_clip)
+
+
+@pytest.mark.parametrize(("opset", "emitted", "provider"), [(17, "Max", "OldRelu"), (18, "Relu", "NewRelu")])
+def test_two_plugins_of_one_layer_with_disjoint_ranges_do_not_conflict(opset, emitted, provider):
+    result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=opset, plugins=[OldRelu(), NewRelu()])
+    assert emitted in _op_types(result) and result.report.provider("aten::relu.default") == provider
+
+
+def test_two_plugins_of_one_layer_that_both_serve_the_target_still_conflict():
+    with pytest.raises(PluginConflictError, match=r"'NewRelu' \(converter\), 'AnyRelu' \(converter\)"):
+        pt2onnx.export(ReluNet(), (torch.randn(3, 4),), opset=18, plugins=[NewRelu(), AnyRelu()])
+    # Below 18 only AnyRelu serves: no conflict.
+    result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=17, plugins=[NewRelu(), AnyRelu()])
+    assert result.report.provider("aten::relu.default") == "AnyRelu"
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "message"),
+    [(18, 17, "since=18 is above until=17"), (0, None, "since=0 is not an opset"), (None, "17", "until='17'")],
+)
+def test_a_range_that_holds_no_opset_is_refused_where_it_is_written(since, until, message):
+    with pytest.raises(ValueError, match=message):
+        converter("aten::relu", since=since, until=until)
+
+    class Bad:
+        name = "Bad"
+
+        @hookimpl
+        def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+            register.converter("aten::relu", relu_as_max, since=since, until=until)
+
+    with pytest.raises(PluginError, match=f"plugin 'Bad'.*{message}"):
+        pt2onnx.export(ReluNet(), (torch.randn(3, 4),), plugins=[Bad()])
+
+
+@torch.library.custom_op("pt2onnx_opsets::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@twice.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("pt2onnx_opsets::unhandled", mutates_args=())
+def unhandled(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+
+@unhandled.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class TwiceSince18:
+    name = "TwiceSince18"
+
+    @hookimpl
+    def pt2onnx_register_custom_ops(self, register: CustomOpRegistrar) -> None:
+        register.expand("pt2onnx_opsets::twice", lambda op, x: op.Add(x, x), since=18)
+
+
+class TwoCustomOps(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return unhandled(twice(x))
+
+
+class Twice(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return twice(x) + 1.0
+
+
+def test_an_op_converted_only_at_other_opsets_is_listed_with_the_oldest_opset_that_works():
+    with pytest.raises(UnsupportedOpsError) as info:
+        pt2onnx.export(TwoCustomOps(), (torch.randn(3),), opset=17, plugins=[TwiceSince18()])
+    message = str(info.value)
+    assert "2 op(s) in the graph have no converter" in message
+    assert "pt2onnx_opsets::unhandled.default: 1 node(s)" in message
+    assert (
+        "pt2onnx_opsets::twice.default: 1 node(s)" in message
+        and "opsets: converted at opsets 18+ (TwiceSince18), not at 17; the oldest that works: opset=18" in message
+    )
+    assert info.value.hint.startswith(
+        "pt2onnx_opsets::twice.default is converted at other opsets than 17: export at an opset its line names"
+    )
+    assert "pt2onnx_opsets::unhandled.default is a custom op" in info.value.hint
+    assert info.value.other_opsets == {
+        "pt2onnx_opsets::twice.default": "converted at opsets 18+ (TwiceSince18), not at 17; "
+        "the oldest that works: opset=18"
+    }
+    # unknown_custom_ops="emit" emits only ops that no plugin handles at any opset.
+    with pytest.raises(UnsupportedOpsError, match="twice") as emitted:
+        pt2onnx.export(TwoCustomOps(), (torch.randn(3),), opset=17, plugins=[TwiceSince18()], unknown_custom_ops="emit")
+    assert "pt2onnx_opsets::unhandled.default" not in str(emitted.value)
+    assert_exports_like_eager(Twice(), (torch.randn(3),), opset=18, plugins=[TwiceSince18()])
+
+
+def test_check_opset_accepts_14_to_the_newest_onnx_knows():
+    assert MIN_OPSET == 14
+    assert pt2onnx.export(ReluNet(), (torch.randn(2),), opset=14).model.opset_imports[""] == 14
+    with pytest.raises(OptionError, match=r"opset=13 is not supported: pt2onnx exports opsets 14 to \d+"):
+        pt2onnx.export(ReluNet(), (torch.randn(2),), opset=13)
+
+
+def test_the_harness_exports_at_the_opset_it_is_given():
+    for opset in (14, 17):
+        result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=opset)
+        assert result.report.opset == opset and result.model.opset_imports[""] == opset
+
+
+PROJECT_RELU = """
+from pt2onnx.plugin import converter, hookimpl
+import sys
+
+@converter("aten::relu.default", until=17)
+def relu_as_max(op, self):
+    return op.Max(self, op.constant(0.0, op.dtype_of(self)))
+
+@hookimpl
+def pt2onnx_register_converters(register):
+    register.module(sys.modules[__name__])
+"""
+
+
+def test_ops_shows_each_registration_with_its_opset_range(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pyproject.toml").write_text('[tool.pt2onnx]\nplugins = ["old_relu"]\n')
+    (tmp_path / "old_relu.py").write_text(PROJECT_RELU)
+    monkeypatch.chdir(tmp_path)
+    assert main(["ops", "aten::relu.default", "--opset", "17"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "aten::relu.default: converter old_relu.relu_as_max from old_relu [project] (opsets up to 17)"
+    assert out[1] == "    shadows aten [builtin]"
+    assert main(["ops", "aten::relu.default", "--opset", "18"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("aten::relu.default: converter pt2onnx_aten.") and out[0].endswith("from aten [builtin]")
+    assert out[1] == "aten::relu.default: at opsets up to 17: converter old_relu.relu_as_max from old_relu [project]"
+    assert main(["ops", "aten::relu.default", "--opset", "18", "--json"]) == 0
+    (data,) = json.loads(capsys.readouterr().out)
+    assert data["opset"] == 18
+    assert [(c["plugin"], c["since"], c["until"]) for c in data["converters"]] == [("aten", None, None)]
+    assert [(c["plugin"], c["since"], c["until"], c["function"]) for c in data["other_opsets"]] == [
+        ("old_relu", None, 17, "old_relu.relu_as_max")
+    ]
+    assert main(["ops", "aten::relu.default", "--opset", "13"]) == 2
+    assert "opset=13 is not supported" in capsys.readouterr().err
+
+
+class HandWrittenRMSNorm(torch.nn.Module):
+    """The RMS norm transformers write out by hand, which ``fuse_rms_norm`` (opset 23) fuses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(8) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+def test_a_rewrite_registered_for_newer_opsets_is_off_and_the_report_says_why():
+    x = torch.randn(2, 3, 8)
+    newest = assert_exports_like_eager(HandWrittenRMSNorm(), (x,), opset=23)
+    assert "RMSNormalization" in _op_types(newest) and "fuse_rms_norm" in {p.name for p in newest.report.passes}
+    assert "fuse_rms_norm" not in newest.report.passes_off
+    older = assert_exports_like_eager(HandWrittenRMSNorm(), (x,), opset=19)
+    assert "RMSNormalization" not in _op_types(older)
+    assert "fuse_rms_norm" not in {p.name for p in older.report.passes}
+    assert older.report.passes_off["fuse_rms_norm"] == "registered for opsets 23+, the target is 19"
+    assert older.report.passes_off["fuse_gelu_tanh"] == "registered for opsets 20+, the target is 19"
+    assert "rewrites off at opset 19:" in str(older.report)
+    assert "off at opset 19: fuse_rms_norm: registered for opsets 23+" in older.report.to_markdown()
+    assert older.report.to_dict()["passes_off"]["fuse_rms_norm"].startswith("registered for opsets 23+")
+    # optimize= may still name a pass that is off at this opset.
+    named = pt2onnx.export(HandWrittenRMSNorm(), (x,), opset=19, optimize={"fuse_rms_norm": False})
+    assert named.verify(x).ok
+
+
+# -- the benchmark's models and the ExportDB examples at 14, 17 and the default ----------
+
+OPSETS = [14, 17, None]
+
+
+def _benchmark_models() -> Any:
+    """``benchmarks/models.py`` (``tests/models.py`` holds the name ``models``)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "models.py"
+    spec = importlib.util.spec_from_file_location("benchmark_models", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCHMARK = _benchmark_models()
+# The standard set in its smallest configurations: llama_125m is llama_tiny's architecture
+# at full size, encoder_12l the encoder at 12 layers (here 1).
+SMALLEST = {name: build for name, build in BENCHMARK.MODELS.items() if name not in ("llama_125m", "encoder_12l")}
+SMALLEST["encoder_1l"] = lambda: BENCHMARK.encoder(1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opset", OPSETS, ids=lambda o: f"opset{o or 'default'}")
+@pytest.mark.parametrize("name", sorted(SMALLEST))
+def test_benchmark_model_exports_and_verifies(name, opset):
+    case = SMALLEST[name]()
+    result = pt2onnx.export(case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes, opset=opset)
+    assert result.model.opset_imports[""] == (opset or default_opset())
+    onnx.checker.check_model(result.model_proto, full_check=True)  # every node valid at that opset
+    for inputs in (case.inputs, case.second):
+        check = result.verify(**inputs)
+        assert check.ok, f"{check}\n{result.report}"
+
+
+EXPORTDB = all_examples()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opset", OPSETS, ids=lambda o: f"opset{o or 'default'}")
+@pytest.mark.parametrize("name", sorted(EXPORTDB))
+def test_exportdb_example_exports_and_verifies(name, opset):
+    case = EXPORTDB[name]
+    if case.support_level == SupportLevel.NOT_SUPPORTED_YET:
+        pytest.skip("torch.export cannot capture it (tests/test_exportdb.py checks the error)")
+    model, kwargs = copy.deepcopy(case.model), dict(case.example_kwargs or {})
+    result = pt2onnx.export(model, case.example_args, kwargs, dynamic_shapes=case.dynamic_shapes, opset=opset)
+    assert result.model.opset_imports[""] == (opset or default_opset())
+    onnx.checker.check_model(result.model_proto, full_check=True)  # every node valid at that opset
+    checks = [(case.example_args, kwargs)]
+    if case.dynamic_shapes is not None:
+        checks.append(_second_input(case))
+    for args, inputs in checks:
+        check = result.verify(*args, **inputs)
+        assert check.ok, f"{check}\n{result.report}"
