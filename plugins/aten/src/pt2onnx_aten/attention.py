@@ -5,7 +5,8 @@ an infinite score at a masked position is NaN), a float mask is added to the sco
 row whose scores are all -inf (its keys masked out) gives zeros, as torch's safe softmax
 does: onnxruntime's Attention does so for masked rows itself; the explicit form selects
 zeros for them (+5 nodes). Where the scores of a row are -inf from the inputs themselves
-(infinite or overflowing queries and keys), onnxruntime's Attention gives NaN.
+(infinite or overflowing queries and keys), or NaN from a NaN query, onnxruntime's
+Attention gives NaN where torch gives zeros.
 """
 
 from __future__ import annotations
