@@ -93,6 +93,17 @@ def test_bitwise_scalar(name, x, other):
     assert_exports_like_eager(lambda t: fn(t, other), (x,), expect_ops=[f"aten::{name}.Scalar"])
 
 
+@pytest.mark.parametrize("name", ["__and__", "__or__", "__xor__"])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.bool])
+def test_python_bitwise_operators_with_a_scalar(name, dtype):
+    # The overloads `t & 6` traces to; every run converts each of them (the property test
+    # above reaches them only by its draws).
+    x = torch.tensor([[-7, 0, 5], [6, 127, -128]]).to(dtype)
+    other = True if dtype == torch.bool else 6
+    fn = getattr(aten, name).Scalar
+    assert_exports_like_eager(lambda t: fn(t, other), (x,), expect_ops={f"aten::{name}.Scalar": "aten"})
+
+
 @given(x=tensors(dtype=dtypes((*INT_DTYPES, "bool")), low=-100, high=100))
 def test_bitwise_not(x):
     assert_exports_like_eager(lambda t: torch.bitwise_not(t), (x,), expect_ops=["aten::bitwise_not"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given
@@ -113,6 +114,15 @@ def test_adaptive_avg_pool(data, spatial, dtype, core):
         expected = f"aten::adaptive_avg_pool{spatial}d"
     model = Call(lambda x: fn(x, outputs))
     assert_exports_like_eager(model, (x,), expect_ops=[expected])
+
+
+@pytest.mark.parametrize("spatial", [2, 3])
+def test_core_adaptive_avg_pool_overloads(spatial):
+    # The Core ATen overloads, converted in every run (the property test above draws them).
+    fn = [torch.ops.aten._adaptive_avg_pool2d, torch.ops.aten._adaptive_avg_pool3d][spatial - 2]
+    x = torch.randn(2, 3, *[7] * spatial)
+    model = Call(lambda t: fn(t, [3] * spatial))
+    assert_exports_like_eager(model, (x,), expect_ops={f"aten::_adaptive_avg_pool{spatial}d": "aten"})
 
 
 def test_pooling_at_opset_14():

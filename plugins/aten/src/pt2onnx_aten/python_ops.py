@@ -146,12 +146,6 @@ def sym_float(op, a):
     return _as(op, a, _FLOAT) if _symbolic(a) else float(a)
 
 
-@converter("torch::sym_int")
-def sym_int(op, a):
-    # int() truncates toward zero, as Cast from double does.
-    return _as(op, a, _INT) if _symbolic(a) else int(a)
-
-
 @converter("torch::sym_ite")
 def sym_ite(op, b, t, f):
     if not _symbolic(b):
@@ -196,6 +190,6 @@ def trunc(op, a):
     return _as(op, a, _INT) if _symbolic(a) else math.trunc(a)
 
 
-@converter("math::sqrt", "torch::_sym_sqrt")
+@converter("torch::_sym_sqrt")
 def sqrt(op, a):
     return op.Sqrt(_as(op, a, _FLOAT)) if _symbolic(a) else math.sqrt(a)
