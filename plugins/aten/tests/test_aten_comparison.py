@@ -94,14 +94,15 @@ def test_bitwise_scalar(name, x, other):
 
 
 @pytest.mark.parametrize("name", ["__and__", "__or__", "__xor__"])
+@pytest.mark.parametrize("overload", ["Scalar", "Tensor"])
 @pytest.mark.parametrize("dtype", [torch.int32, torch.bool])
-def test_python_bitwise_operators_with_a_scalar(name, dtype):
-    # The overloads `t & 6` traces to; every run converts each of them (the property test
-    # above reaches them only by its draws).
+def test_python_bitwise_operators(name, overload, dtype):
+    # The overloads `t & 6` and `t & u` trace to; every run converts each of them (the
+    # property tests above reach them only by their draws).
     x = torch.tensor([[-7, 0, 5], [6, 127, -128]]).to(dtype)
-    other = True if dtype == torch.bool else 6
-    fn = getattr(aten, name).Scalar
-    assert_exports_like_eager(lambda t: fn(t, other), (x,), expect_ops={f"aten::{name}.Scalar": "aten"})
+    other = (True if dtype == torch.bool else 6) if overload == "Scalar" else torch.tensor([3, -1, 0]).to(dtype)
+    fn = getattr(getattr(aten, name), overload)
+    assert_exports_like_eager(lambda t: fn(t, other), (x,), expect_ops={f"aten::{name}.{overload}": "aten"})
 
 
 @given(x=tensors(dtype=dtypes((*INT_DTYPES, "bool")), low=-100, high=100))

@@ -38,8 +38,9 @@ def matmul_shapes(draw):
     n, k, m = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
     a_rank, b_rank = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     batch = [draw(st.integers(1, 3)) for _ in range(2)]
-    a = (k,) if a_rank == 1 else (*batch[: a_rank - 2], n, k)
-    b_batch = [draw(st.sampled_from([1, s])) for s in batch[: b_rank - 2]]
+    # Batch dims align from the right: each operand takes the trailing ones (or 1s).
+    a = (k,) if a_rank == 1 else (*batch[len(batch) - (a_rank - 2) :], n, k)
+    b_batch = [draw(st.sampled_from([1, s])) for s in batch[len(batch) - (b_rank - 2) :]]
     b = (k,) if b_rank == 1 else (*b_batch, k, m)
     return a, b
 
