@@ -26,9 +26,9 @@ What each guarantee rests on (the tests that prove it):
 * a registration counts as proven only through a passing, verified export of the
   plugin's own function — ``tests/test_testing_proofs.py``;
 * each output is compared by its own dtype, integers exactly —
-  ``tests/test_testing_harness.py::test_integer_outputs_are_compared_exactly``;
+  ``tests/test_testing_harness.py::test_integer_outputs_are_compared_exactly_beside_a_loose_float_output``;
 * a converter output whose static shape disagrees with torch's stops the export —
-  ``tests/test_testing_harness.py::test_a_wrong_static_shape_stops_the_export``;
+  ``tests/test_testing_harness.py::test_a_wrong_static_shape_stops_the_export_naming_plugin_op_node_and_line``;
 * every dim dynamic and a second input of other sizes, by default —
   ``tests/test_testing_harness.py::test_dynamic_by_default_checks_other_sizes``;
 * edge values by default — ``tests/test_testing_strategies.py``.
