@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from pt2onnx.plugin import converter
 
-from ._common import INTS, D, as_dtype, compute, promote
+from ._common import INTS, D, as_dtype, compute, operand_dtype, promote
 
 
 def _logical(onnx_op):
     def convert(op, self, other):
-        # Cast to bool is torch's truth value: nonzero (and NaN) is True.
-        return getattr(op, onnx_op)(as_dtype(op, self, D.BOOL), as_dtype(op, other, D.BOOL))
+        # torch rounds both operands to their common dtype first (a float32 subnormal beside
+        # a float16 tensor is 0, so False); then Cast to bool is its truth value: nonzero (and
+        # NaN) is True.
+        common = operand_dtype(op)
+        return getattr(op, onnx_op)(*(as_dtype(op, as_dtype(op, v, common), D.BOOL) for v in (self, other)))
 
     return convert
 
