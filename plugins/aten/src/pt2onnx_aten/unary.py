@@ -140,6 +140,8 @@ def atan2(op, self, other):
         base = op.Atan(op.Div(y, x))
         left = op.Add(base, op.Where(op.GreaterOrEqual(y, zero), pi, op.Neg(pi)))
         on_axis = op.Where(op.Greater(y, zero), half_pi, op.Where(op.Less(y, zero), op.Neg(half_pi), zero))
-        return op.Where(op.Greater(x, zero), base, op.Where(op.Less(x, zero), left, on_axis))
+        angle = op.Where(op.Greater(x, zero), base, op.Where(op.Less(x, zero), left, on_axis))
+        # A NaN x fails both comparisons and would land on the axis: NaN in, NaN out (x + y).
+        return op.Where(op.Or(op.IsNaN(x), op.IsNaN(y)), op.Add(x, y), angle)
 
     return compute(op, atan2_, [self, other], op.output_dtype, FLOAT32_16)
