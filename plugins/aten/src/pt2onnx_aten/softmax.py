@@ -20,10 +20,12 @@ def _along(op, onnx_op, self, dim):
             return op.Reshape(one, op.Shape(x))
         result = getattr(op, onnx_op)(x, axis=dim)
         if onnx_op == "LogSoftmax":
-            # torch: a slice holding +inf is NaN throughout (inf - inf); onnxruntime's
-            # LogSoftmax gives NaN there only and -inf elsewhere in the slice.
+            # torch: a slice holding +inf or NaN is NaN throughout (inf - inf, NaN - NaN);
+            # onnxruntime's LogSoftmax gives NaN there only and finite or -inf elsewhere.
             top = reduce_over(op, "ReduceMax", x, [dim], keepdims=1)
-            result = op.Where(op.IsInf(top, detect_negative=0), op.constant(float("nan"), x.dtype), result)
+            nan_in = reduce_over(op, "ReduceMax", op.Cast(op.IsNaN(x), to=x.dtype), [dim], keepdims=1)
+            poisoned = op.Or(op.IsInf(top, detect_negative=0), op.Greater(nan_in, op.constant(0.0, x.dtype)))
+            result = op.Where(poisoned, op.constant(float("nan"), x.dtype), result)
         return result
 
     return compute(op, softmax_, [self], op.output_dtype, FLOATS)
