@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from hypothesis import given
@@ -75,6 +77,13 @@ def test_round_decimals(x, decimals):
 def test_atan2(data, shapes_, dtype):
     # Integers compute in float32, as torch does.
     y, x = (data.draw(tensors(s, dtype)) for s in shapes_)
+    assert_exports_like_eager(lambda a, b: torch.atan2(a, b), (y, x), expect_ops=["aten::atan2"])
+
+
+def test_atan2_special_values():
+    # Every pairing of signed zeros, infinities, NaN and finite values, in each quadrant.
+    values = torch.tensor([0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan])
+    y, x = torch.cartesian_prod(values, values).unbind(1)
     assert_exports_like_eager(lambda a, b: torch.atan2(a, b), (y, x), expect_ops=["aten::atan2"])
 
 

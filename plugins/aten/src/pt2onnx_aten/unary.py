@@ -130,16 +130,31 @@ def round_decimals(op, self, *, decimals=0):
     return compute(op, round_, [self], op.output_dtype, FLOATS)
 
 
+def _sign_bit(op, v):
+    # -0.0 < 0 is false; 1 / -0.0 = -inf tells it apart (1 / -inf = -0.0 is why both tests).
+    zero = op.constant(0.0, v.dtype)
+    return op.Or(op.Less(v, zero), op.Less(op.Reciprocal(v), zero))
+
+
 @converter("aten::atan2.default")
 def atan2(op, self, other):
-    # ONNX has no atan2: atan(y / x), moved to the quadrant of (x, y).
+    # ONNX has no atan2: atan(y / x), moved to the quadrant the operands' signs name, zeros' included.
     def atan2_(y, x):
         zero = op.constant(0.0, x.dtype)
+        one = op.constant(1.0, x.dtype)
         pi = op.constant(math.pi, x.dtype)
         half_pi = op.constant(math.pi / 2, x.dtype)
+        y_negative, x_negative = _sign_bit(op, y), _sign_bit(op, x)
+        # inf / inf and 0 / 0 are NaN. With both infinite only the signs matter (atan2(inf,
+        # -inf) = 3pi/4); with both zero, x's sign picks the half plane (atan2(0, -0) = pi).
+        both_inf = op.And(op.IsInf(x), op.IsInf(y))
+        both_zero = op.And(op.Equal(x, zero), op.Equal(y, zero))
+        sign_x = op.Where(x_negative, op.Neg(one), one)
+        y = op.Where(both_inf, op.Where(y_negative, op.Neg(one), one), y)
+        x = op.Where(op.Or(both_inf, both_zero), sign_x, x)
         base = op.Atan(op.Div(y, x))
-        left = op.Add(base, op.Where(op.GreaterOrEqual(y, zero), pi, op.Neg(pi)))
-        on_axis = op.Where(op.Greater(y, zero), half_pi, op.Where(op.Less(y, zero), op.Neg(half_pi), zero))
+        left = op.Add(base, op.Where(y_negative, op.Neg(pi), pi))
+        on_axis = op.Where(y_negative, op.Neg(half_pi), half_pi)
         angle = op.Where(op.Greater(x, zero), base, op.Where(op.Less(x, zero), left, on_axis))
         # A NaN x fails both comparisons and would land on the axis: NaN in, NaN out (x + y).
         return op.Where(op.Or(op.IsNaN(x), op.IsNaN(y)), op.Add(x, y), angle)
