@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -108,3 +110,19 @@ def test_rows_masked_out_entirely_attend_to_nothing():
     ):
         for opset in (18, 26):
             assert_exports_like_eager(Attend(mask), (q, k, v), opset=opset)
+
+
+@pytest.mark.parametrize("inputs", ["4-D", "3-D", "value size", "batch broadcast"])
+@pytest.mark.parametrize("masking", ["none", "causal", "float"])
+def test_rows_of_nan_scores_follow_the_kernel_torch_picks(inputs, masking):
+    # A NaN query makes its row's scores NaN. torch's CPU flash kernel (4-D inputs of one batch
+    # and head size, no attn_mask) gives zeros for such a row, its math kernel NaN.
+    q = torch.tensor([[[[math.nan, 1.0], [1.0, 2.0], [0.5, -1.0]]]])
+    k = torch.tensor([[[[-math.inf, 1.0], [1.0, 1.0], [2.0, 0.5]]]])
+    v = torch.randn(1, 1, 3, 3 if inputs == "value size" else 2)
+    if inputs == "3-D":
+        q, k, v = q[0], k[0], v[0]
+    if inputs == "batch broadcast":
+        q = torch.cat([q, q.flip(2)])
+    mask = torch.zeros(3, 3) if masking == "float" else None
+    assert_exports_like_eager(Attend(mask, is_causal=masking == "causal"), (q, k, v), opset=18)

@@ -6,7 +6,10 @@ row whose scores are all -inf (its keys masked out) gives zeros, as torch's safe
 does: onnxruntime's Attention does so for masked rows itself; the explicit form selects
 zeros for them (+5 nodes). Where the scores of a row are -inf from the inputs themselves
 (infinite or overflowing queries and keys), or NaN from a NaN query, onnxruntime's
-Attention gives NaN where torch gives zeros.
+Attention gives NaN where torch gives zeros. torch's CPU flash kernel (4-D inputs of one
+batch and head size, no attn_mask) also gives zeros for a row whose scores are all NaN or
+-inf; its math kernel (any mask, 3-D inputs) NaN: the explicit form does as the kernel torch
+picks.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def _scale(op, query, scale, dtype):
     return op.Reciprocal(op.Sqrt(op.Cast(shape_of(op, query, start=-1), to=dtype)))
 
 
-def _explicit(op, q, k, v, mask, is_causal, scale):
+def _explicit(op, q, k, v, mask, is_causal, scale, nan_is_empty):
     dtype = q.dtype
     rank = op.rank_of(k)
     perm = [*range(rank - 2), rank - 1, rank - 2]
@@ -68,8 +71,12 @@ def _explicit(op, q, k, v, mask, is_causal, scale):
         scores = op.Add(scores, op.Where(mask, op.constant(0.0, dtype), neg_inf) if mask.dtype == D.BOOL else mask)
     if is_causal:
         scores = op.Add(scores, op.Where(_causal(op, q, k), op.constant(0.0, dtype), neg_inf))
-    # torch's _safe_softmax: a row of -inf scores attends to nothing (zeros, not NaN).
-    masked_out = reduce_over(op, "ReduceMin", op.Cast(op.Equal(scores, neg_inf), to=D.UINT8), [-1], keepdims=1)
+    # torch's _safe_softmax: a row of -inf scores attends to nothing (zeros, not NaN). Its
+    # CPU flash kernel takes each row's max past NaN scores: a row of NaN and -inf is empty.
+    empty = op.Equal(scores, neg_inf)
+    if nan_is_empty:
+        empty = op.Or(empty, op.IsNaN(scores))
+    masked_out = reduce_over(op, "ReduceMin", op.Cast(empty, to=D.UINT8), [-1], keepdims=1)
     weights = op.Where(op.Cast(masked_out, to=D.BOOL), op.constant(0.0, dtype), op.Softmax(scores, axis=-1))
     return op.MatMul(weights, v)
 
@@ -81,6 +88,13 @@ def _mask_rows(op, mask, query):
         return mask
     ones = op.constant([1] * (op.rank_of(mask) - 2), D.INT64)
     return op.Expand(mask, op.Concat(ones, shape_of(op, query, start=-2, end=-1), op.constant([1]), axis=0))
+
+
+def _fits_flash_kernel(query, key, value):
+    """Whether torch's CPU flash kernel takes these 4-D inputs (sdp_utils_cpp.cpp): one head
+    size, one batch size, and as many key as value heads."""
+    q, k, v = query.shape, key.shape, value.shape
+    return q[-1] == k[-1] == v[-1] and q[0] == k[0] == v[0] and k[1] == v[1]
 
 
 @converter("aten::scaled_dot_product_attention.default")
@@ -104,11 +118,12 @@ def scaled_dot_product_attention(
         return op.Attention(*inputs, **attrs)
 
     bool_mask = attn_mask is not None and attn_mask.dtype == D.BOOL
+    flash_kernel = attn_mask is None and four_d and _fits_flash_kernel(query, key, value)
 
     def explicit(q, k, v, float_mask=None):
         if groups != 1:
             k, v = _repeat_heads(op, k, groups), _repeat_heads(op, v, groups)
-        return _explicit(op, q, k, v, attn_mask if bool_mask else float_mask, is_causal, scale)
+        return _explicit(op, q, k, v, attn_mask if bool_mask else float_mask, is_causal, scale, flash_kernel)
 
     # The float mask is computed with the scores (bfloat16 in float32); a bool one stays bool.
     values = [query, key, value] if attn_mask is None or bool_mask else [query, key, value, attn_mask]
