@@ -40,7 +40,9 @@ class FlagPredicate(torch.nn.Module):
 
 
 @MODES
-@given(x=tensors(shape=(3, 4), dtype="float32"))
+# Not float32's extremes: x.sum() picks the branch, and where it overflows the order of the
+# additions decides, which differs between torch and onnxruntime.
+@given(x=tensors(shape=(3, 4), dtype="float32", low=-1e3, high=1e3, edge_values=("nan", "inf", "zero", "subnormal")))
 @settings(max_examples=4)
 def test_cond_two_outputs_and_closure(strict, x):
     y = torch.randn(3, 4)
