@@ -199,8 +199,11 @@ class ExportResult:
 
     def _output(self, outputs: dict[str, ort.OrtValue], name: str) -> torch.Tensor:
         tensor = from_ort(outputs[name])
-        # Complex values come out of the model as (..., 2) real tensors.
-        return torch.view_as_complex(tensor.contiguous()) if name in self.layout.complex else tensor
+        if name not in self.layout.complex:
+            return tensor
+        # Complex values come out of the model as (..., 2) real tensors. An empty one may carry
+        # strides view_as_complex refuses (it wants the last one 1), so it is copied to fresh ones.
+        return torch.view_as_complex(tensor.clone(memory_format=torch.contiguous_format))
 
     def verify(
         self,
