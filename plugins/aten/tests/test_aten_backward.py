@@ -8,7 +8,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from lambda_modules import Variadic as Call
-from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
+from pt2onnx.testing import FLOAT_DTYPES, assert_exports_like_eager, dtypes, tensors
 
 # Gradients are sums: values whose sums and products stay finite (with NaN, inf, zeros and
 # subnormals), since finite terms that overflow depend on the order of the additions,
@@ -20,14 +20,22 @@ SUMMABLE = {"low": -1e3, "high": 1e3, "edge_values": ("nan", "inf", "zero", "sub
 UNIT = {**SUMMABLE, "low": -3, "high": 3}
 
 
-@given(data=st.data(), dtype=dtypes(("float32", "float64")), kernel=st.integers(1, 3), stride=st.integers(1, 3))
+@given(data=st.data(), dtype=dtypes(FLOAT_DTYPES), kernel=st.integers(1, 3), stride=st.integers(1, 3))
 def test_max_pool2d_backward(data, dtype, kernel, stride):
     x = data.draw(tensors((2, 2, data.draw(st.integers(kernel, 6)), data.draw(st.integers(kernel, 6))), dtype))
     _, indices = F.max_pool2d(x, kernel, stride, return_indices=True)
     grad = data.draw(tensors(tuple(indices.shape), dtype, **SUMMABLE))
     op = torch.ops.aten.max_pool2d_with_indices_backward
     model = Call(lambda g, x, i: op(g, x, [kernel] * 2, [stride] * 2, [0, 0], [1, 1], False, i))
-    assert_exports_like_eager(model, (grad, x, indices), expect_ops=["aten::max_pool2d_with_indices_backward"])
+    atol = None
+    if dtype in (torch.float16, torch.bfloat16):
+        # Overlapping windows add up to kernel² gradients at one position: torch rounds each
+        # partial sum to the half dtype, the export (float32 in onnxruntime) only the total.
+        finite = grad[grad.isfinite()].float()
+        atol = kernel**2 * torch.finfo(dtype).eps * float(finite.abs().max()) if finite.numel() else None
+    assert_exports_like_eager(
+        model, (grad, x, indices), atol=atol, expect_ops=["aten::max_pool2d_with_indices_backward"]
+    )
 
 
 @given(data=st.data(), dtype=dtypes(("float32", "float64")))

@@ -6,7 +6,7 @@ import numpy as np
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, as_dtype, compute, kernel_dtype
+from ._common import FLOATS, D, as_dtype, compute, kernel_dtype
 from ._dims import shape_of
 
 
@@ -21,7 +21,8 @@ def max_pool2d_with_indices_backward(op, grad_output, self, kernel_size, stride,
         summed = op.ScatterElements(zeros, flat_index, flat_grad, axis=-1, reduction="add")
         return op.Reshape(summed, op.Shape(x))
 
-    return compute(op, emit, [grad_output, self], op.output_dtype, FLOATS)
+    # onnxruntime's ScatterElements has no float16 kernel with reduction="add".
+    return compute(op, emit, [grad_output, self], op.output_dtype, FLOATS - {D.FLOAT16})
 
 
 def _bin_members(op, size, out):

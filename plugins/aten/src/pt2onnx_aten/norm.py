@@ -288,7 +288,9 @@ def rms_norm(op, input, normalized_shape, weight=None, eps=None):
         # torch's default is the epsilon of the dtype it computes in (float32 for halves).
         eps = torch.finfo(torch.float64 if stat == ir.DataType.DOUBLE else torch.float32).eps
     axis = -len(normalized_shape)
-    if op.opset >= 23 and weight is not None:
+    # onnxruntime has no bfloat16 RMSNormalization kernel, and the function it falls back on
+    # multiplies in bfloat16, which it has no kernel for either.
+    if op.opset >= 23 and weight is not None and dtype != ir.DataType.BFLOAT16:
         return op.RMSNormalization(input, weight, axis=axis, epsilon=float(eps), stash_type=int(stat))
     x = as_dtype(op, input, stat)
     mean_square = reduce_over(op, "ReduceMean", op.Mul(x, x), list(range(axis, 0)), keepdims=1)
