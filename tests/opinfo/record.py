@@ -116,11 +116,23 @@ def _reason(kind: str, detail: str) -> str:
 
 def write_expected(outcomes: dict[str, dict[str, list]], path: Path) -> None:
     """Write ``opinfo_expected.py`` from recorded outcomes: every failing (op, dtype) with its reason."""
+    from opinfo_expected import EXPECTED
+
+    def reason(name: str, dtype: str, kind: str, detail: str) -> str:
+        # A listed failure that stays the same keeps its reason, which may be written by hand.
+        listed = EXPECTED.get(name, {}).get(dtype)
+        return listed[1] if listed and listed[0] == kind else _reason(kind, detail)
+
     rows = []
     for name in sorted(outcomes):
-        failing = {d: r for d, r in sorted(outcomes[name].items()) if r[0] not in ("pass", "skip")}
+        # Beyond float32 the test accepts a documented error at export unlisted; defects are listed.
+        failing = {
+            d: r
+            for d, r in sorted(outcomes[name].items())
+            if r[0] not in ("pass", "skip") and (d in ("float32", "*") or r[0] not in ("error", "random"))
+        }
         if failing:
-            body = "".join(f"        {d!r}: ({r[0]!r}, {_reason(r[0], r[1])!r}),\n" for d, r in failing.items())
+            body = "".join(f"        {d!r}: ({r[0]!r}, {reason(name, d, r[0], r[1])!r}),\n" for d, r in failing.items())
             rows.append(f"    {name!r}: {{\n{body}    }},\n")
     text = path.read_text()
     head = text[: text.index("EXPECTED: dict")]

@@ -203,7 +203,9 @@ def _resize(leaf: Any, fake: Any, values: dict[Any, int]) -> Any:
             new = int(size.node.expr.subs(values))
             old = leaf.shape[axis]
             if new != old and old > 0:
-                leaf = leaf.index_select(axis, torch.arange(new) % old)
+                # Tiled, not index_select: that has no kernel for uint16/32/64.
+                tiles = [-(-new // old) if d == axis else 1 for d in range(leaf.dim())]
+                leaf = leaf.repeat(tiles).narrow(axis, 0, new)
     return leaf
 
 
