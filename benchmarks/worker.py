@@ -162,8 +162,10 @@ def _max_abs(expected: list[torch.Tensor], got: list[np.ndarray]) -> float:
     return worst
 
 
-def measure(name: str, exporter: str, directory: Path, runs: int, warm_up: bool = True) -> dict[str, Any]:
-    """Everything the benchmark records for ``name`` exported by ``exporter``."""
+def measure(
+    name: str, exporter: str, directory: Path, runs: int, warm_up: bool = True, **options: Any
+) -> dict[str, Any]:
+    """Everything the benchmark records for ``name`` exported by ``exporter`` (``options``: pt2onnx's)."""
     record: dict[str, Any] = {"model": name, "exporter": exporter, "ok": False}
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -186,7 +188,7 @@ def measure(name: str, exporter: str, directory: Path, runs: int, warm_up: bool 
     rss_before = _status_kib("VmRSS")
     start = time.perf_counter()
     try:
-        record.update(export(case, exporter, path))
+        record.update(export(case, exporter, path, **options))
     except Exception as e:  # noqa: BLE001
         record["export_s"] = time.perf_counter() - start
         record["error"] = f"{type(e).__name__}: {e}"[:4000]
@@ -228,10 +230,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20, help="latency runs after warm-up (median); 0: no latency")
     parser.add_argument("--dir", type=Path, default=None, help="where the .onnx files go (default: beside OUT)")
     parser.add_argument("--no-warmup", action="store_true", help="measure the exporter cold")
+    parser.add_argument("--opset", type=int, default=None, help="pt2onnx's target opset (default: its own)")
     args = parser.parse_args()
+    if args.opset is not None and not args.exporter.startswith("pt2onnx"):
+        parser.error("--opset applies to pt2onnx exporters only")
     directory = args.dir or args.out.parent
     directory.mkdir(parents=True, exist_ok=True)
-    record = measure(args.model, args.exporter, directory, args.runs, warm_up=not args.no_warmup)
+    options = {} if args.opset is None else {"opset": args.opset}
+    record = measure(args.model, args.exporter, directory, args.runs, warm_up=not args.no_warmup, **options)
     args.out.write_text(json.dumps(record, indent=1))
 
 
