@@ -24,9 +24,15 @@ class Case:
     dynamic_shapes: dict[str, Any]
     second: dict[str, torch.Tensor]
     family: str  # "transformer" or "other": node-count targets apply to transformers
+    #: Inputs of a given (batch, sequence length), for the sequence sweep; ``None`` when the
+    #: model has no sequence dimension to sweep, and ``no_sweep`` then says why.
+    sized: Callable[[int, int], dict[str, torch.Tensor]] | None = None
+    no_sweep: str = ""
 
 
-BATCH, SEQ = Dim("batch", min=1, max=64), Dim("seq", min=2, max=128)
+#: The sweep reaches 512 tokens: every text model's position table holds that many.
+MAX_SEQ = 512
+BATCH, SEQ = Dim("batch", min=1, max=64), Dim("seq", min=2, max=MAX_SEQ)
 
 
 def _tokens(vocab: int, batch: int, seq: int, *, mask: bool = False) -> dict[str, torch.Tensor]:
@@ -43,7 +49,14 @@ def _text(model: torch.nn.Module, vocab: int, *, mask: bool = False) -> Case:
     dyn = {"input_ids": {0: BATCH, 1: SEQ}}
     if mask:
         dyn["attention_mask"] = {0: BATCH, 1: SEQ}
-    return Case(model.eval(), _tokens(vocab, 2, 16, mask=mask), dyn, _tokens(vocab, 3, 7, mask=mask), "transformer")
+    return Case(
+        model.eval(),
+        _tokens(vocab, 2, 16, mask=mask),
+        dyn,
+        _tokens(vocab, 3, 7, mask=mask),
+        "transformer",
+        sized=lambda batch, seq: _tokens(vocab, batch, seq, mask=mask),
+    )
 
 
 def llama(layers: int = 2, hidden: int = 128, heads: int = 4, kv_heads: int = 2, ffn: int = 256) -> Case:
@@ -56,7 +69,7 @@ def llama(layers: int = 2, hidden: int = 128, heads: int = 4, kv_heads: int = 2,
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
-        max_position_embeddings=256,
+        max_position_embeddings=MAX_SEQ,
         use_cache=False,
     )
     return _text(LlamaForCausalLM(config), config.vocab_size)
@@ -73,7 +86,7 @@ def llama_125m() -> Case:
         num_hidden_layers=12,
         num_attention_heads=12,
         num_key_value_heads=12,
-        max_position_embeddings=512,
+        max_position_embeddings=MAX_SEQ,
         use_cache=False,
     )
     return _text(LlamaForCausalLM(config), config.vocab_size)
@@ -87,7 +100,7 @@ def gpt2() -> Case:
         n_embd=128,
         n_layer=2,
         n_head=4,
-        n_positions=256,
+        n_positions=MAX_SEQ,
         use_cache=False,
         bos_token_id=0,
         eos_token_id=0,
@@ -104,7 +117,7 @@ def bert() -> Case:
         num_hidden_layers=2,
         num_attention_heads=4,
         intermediate_size=256,
-        max_position_embeddings=256,
+        max_position_embeddings=MAX_SEQ,
     )
     return _text(BertModel(config, add_pooling_layer=False), config.vocab_size, mask=True)
 
@@ -142,6 +155,7 @@ def whisper_encoder() -> Case:
         {"input_features": {0: BATCH}},
         {"input_features": torch.randn(3, 16, frames, generator=g)},
         "transformer",
+        no_sweep="input length fixed by the config (max_source_positions): only the batch is dynamic",
     )
 
 
@@ -158,6 +172,7 @@ def vit() -> Case:
         {"pixel_values": {0: BATCH}},
         {"pixel_values": torch.randn(3, 3, 32, 32, generator=g)},
         "transformer",
+        no_sweep="image input: the number of patches is fixed by the image size",
     )
 
 
@@ -268,6 +283,10 @@ class Encoder(torch.nn.Module):
         return self.encoder(x)
 
 
+def _hidden_states(batch: int, seq: int) -> dict[str, torch.Tensor]:
+    return {"x": torch.randn(batch, seq, 256, generator=torch.Generator().manual_seed(batch * 1000 + seq))}
+
+
 def encoder(layers: int = 12) -> Case:
     g = torch.Generator().manual_seed(0)
     return Case(
@@ -276,6 +295,7 @@ def encoder(layers: int = 12) -> Case:
         {"x": {0: BATCH, 1: SEQ}},
         {"x": torch.randn(3, 7, 256, generator=g)},
         "transformer",
+        sized=_hidden_states,
     )
 
 

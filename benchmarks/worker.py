@@ -7,7 +7,8 @@ EXPORTER is ``pt2onnx``, ``pt2onnx+ort`` (with the onnxruntime fusion pack) or
 eagerly on both input sets (reference outputs and eager latency), warm both exporters'
 one-time initialization up on a tiny module, reset the process's peak RSS, export and
 save (timed, peak RSS growth measured), then load the file in onnxruntime with one
-intra-op thread: latency and the difference to eager on both input sets.
+intra-op thread: the difference to eager on both input sets, and latency unless
+``--runs 0`` (``run.py`` times latency interleaved in ``latency.py`` instead).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import torch
 import torch.utils._pytree as pytree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from latency import session
+
 from models import Case, build
 
 WARMUP = 3
@@ -147,13 +149,6 @@ def count_nodes(path: Path) -> dict[str, int]:
     return {"top": top, "subgraphs": graph - top, "functions": functions, "total": graph + functions}
 
 
-def _session(path: Path) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-
 def _max_abs(expected: list[torch.Tensor], got: list[np.ndarray]) -> float:
     if len(expected) != len(got):
         raise AssertionError(f"{len(got)} ONNX outputs, {len(expected)} eager outputs")
@@ -167,17 +162,21 @@ def _max_abs(expected: list[torch.Tensor], got: list[np.ndarray]) -> float:
     return worst
 
 
-def measure(name: str, exporter: str, directory: Path, runs: int, warm_up: bool = True) -> dict[str, Any]:
-    """Everything the benchmark records for ``name`` exported by ``exporter``."""
+def measure(
+    name: str, exporter: str, directory: Path, runs: int, warm_up: bool = True, **options: Any
+) -> dict[str, Any]:
+    """Everything the benchmark records for ``name`` exported by ``exporter`` (``options``: pt2onnx's)."""
     record: dict[str, Any] = {"model": name, "exporter": exporter, "ok": False}
     torch.manual_seed(0)
     torch.set_num_threads(1)
     case = build(name)
     record["family"] = case.family
     record["parameters"] = sum(p.numel() for p in case.model.parameters())
+    record["inputs"] = {n: list(t.shape) for n, t in case.inputs.items()}
     with torch.inference_mode():
         expected = [_leaves(case.model(**case.inputs)), _leaves(case.model(**case.second))]
-        record["eager_latency_s"] = _median_seconds(lambda: case.model(**case.inputs), runs)
+        if runs:
+            record["eager_latency_s"] = _median_seconds(lambda: case.model(**case.inputs), runs)
     path = directory / f"{name}.{exporter}.onnx"
     if warm_up:
         try:
@@ -189,7 +188,7 @@ def measure(name: str, exporter: str, directory: Path, runs: int, warm_up: bool 
     rss_before = _status_kib("VmRSS")
     start = time.perf_counter()
     try:
-        record.update(export(case, exporter, path))
+        record.update(export(case, exporter, path, **options))
     except Exception as e:  # noqa: BLE001
         record["export_s"] = time.perf_counter() - start
         record["error"] = f"{type(e).__name__}: {e}"[:4000]
@@ -206,15 +205,16 @@ def measure(name: str, exporter: str, directory: Path, runs: int, warm_up: bool 
     record["nodes"] = count_nodes(path)
     record["file_mb"] = sum(p.stat().st_size for p in directory.glob(f"{path.name}*")) / 2**20
     try:
-        session = _session(path)
-        input_names = [i.name for i in session.get_inputs()]
+        loaded = session(path)
+        input_names = [i.name for i in loaded.get_inputs()]
         diffs = []
         for inputs, reference in zip((case.inputs, case.second), expected):
             feeds = {n: inputs[n].numpy() for n in input_names}
-            diffs.append(_max_abs(reference, session.run(None, feeds)))
+            diffs.append(_max_abs(reference, loaded.run(None, feeds)))
         record["max_abs_diff"], record["max_abs_diff_second"] = diffs
         feeds = {n: case.inputs[n].numpy() for n in input_names}
-        record["ort_latency_s"] = _median_seconds(lambda: session.run(None, feeds), runs)
+        if runs:
+            record["ort_latency_s"] = _median_seconds(lambda: loaded.run(None, feeds), runs)
     except Exception as e:  # noqa: BLE001
         record["error"] = f"onnxruntime: {type(e).__name__}: {e}"[:4000]
         return record
@@ -227,13 +227,17 @@ def main() -> None:
     parser.add_argument("model")
     parser.add_argument("exporter", choices=["pt2onnx", "pt2onnx+ort", "torch.onnx"])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--runs", type=int, default=20, help="latency runs after warm-up (median reported)")
+    parser.add_argument("--runs", type=int, default=20, help="latency runs after warm-up (median); 0: no latency")
     parser.add_argument("--dir", type=Path, default=None, help="where the .onnx files go (default: beside OUT)")
     parser.add_argument("--no-warmup", action="store_true", help="measure the exporter cold")
+    parser.add_argument("--opset", type=int, default=None, help="pt2onnx's target opset (default: its own)")
     args = parser.parse_args()
+    if args.opset is not None and not args.exporter.startswith("pt2onnx"):
+        parser.error("--opset applies to pt2onnx exporters only")
     directory = args.dir or args.out.parent
     directory.mkdir(parents=True, exist_ok=True)
-    record = measure(args.model, args.exporter, directory, args.runs, warm_up=not args.no_warmup)
+    options = {} if args.opset is None else {"opset": args.opset}
+    record = measure(args.model, args.exporter, directory, args.runs, warm_up=not args.no_warmup, **options)
     args.out.write_text(json.dumps(record, indent=1))
 
 

@@ -1,4 +1,4 @@
-"""The benchmark harness end to end on the MLP: both exporters, every recorded field, the outputs."""
+"""The benchmark harness end to end on the MLP: two repeats of both exporters, every recorded field, the outputs."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ RECORD_FIELDS = {
     "model",
     "exporter",
     "ok",
+    "repeat",
     "family",
     "parameters",
+    "inputs",
     "export_s",
     "peak_rss_growth_mb",
     "nodes",
     "file_mb",
-    "eager_latency_s",
-    "ort_latency_s",
     "max_abs_diff",
     "max_abs_diff_second",
 }
@@ -38,6 +38,11 @@ PT2ONNX_FIELDS = {
     "passes",
 }
 PHASES = {"plugins", "capture", "decompose", "translate", "assemble", "optimize", "save"}
+RUNS = 3
+
+
+def _is_spread(figure) -> bool:
+    return figure["low"] <= figure["value"] <= figure["high"]
 
 
 def test_benchmark_runs_on_the_mlp_and_writes_every_field(tmp_path):
@@ -48,8 +53,10 @@ def test_benchmark_runs_on_the_mlp_and_writes_every_field(tmp_path):
         "mlp",
         "--exporters",
         "pt2onnx,torch.onnx",
-        "--runs",
+        "--repeats",
         "2",
+        "--runs",
+        str(RUNS),
         "--scaling",
         "none",
         "--scaling-baseline",
@@ -61,22 +68,48 @@ def test_benchmark_runs_on_the_mlp_and_writes_every_field(tmp_path):
     subprocess.run(command, check=True, capture_output=True, text=True, timeout=300)
 
     data = json.loads((tmp_path / "results.json").read_text())
-    records = {r["exporter"]: r for r in data["records"]}
-    assert set(records) == {"pt2onnx", "torch.onnx"}
-    for exporter, record in records.items():
+    records = data["records"]
+    # Two repeats, the exporters' order rotated between them.
+    assert [(r["repeat"], r["exporter"]) for r in records] == [
+        (0, "pt2onnx"),
+        (0, "torch.onnx"),
+        (1, "torch.onnx"),
+        (1, "pt2onnx"),
+    ]
+    for record in records:
         assert record["ok"], record.get("error")
-        assert set(record) >= RECORD_FIELDS, (exporter, RECORD_FIELDS - set(record))
+        assert set(record) >= RECORD_FIELDS, (record["exporter"], RECORD_FIELDS - set(record))
         assert record["max_abs_diff"] <= 1e-4 and record["max_abs_diff_second"] <= 1e-4
-        assert record["nodes"]["total"] >= 1 and record["ort_latency_s"] > 0 and record["export_s"] > 0
-        assert record["ort_latency_paired_s"] > 0  # both files timed interleaved
-    ours = records["pt2onnx"]
+        assert record["nodes"]["total"] >= 1 and record["export_s"] > 0
+        assert record["inputs"] == {"x": [4, 64]}
+    ours = records[0]
     assert set(ours) >= PT2ONNX_FIELDS
     assert set(ours["phases"]) >= PHASES
     assert {p["name"] for p in ours["passes"]} >= {"constant_folding", "cse"}
 
+    # Both files timed in one process, round by round, beside eager.
+    example = data["latency"]["mlp"]["shapes"][0]
+    assert example["label"] == "example" and example["inputs"] == {"x": [4, 64]}
+    assert {e: len(t) for e, t in example["times"].items()} == {"pt2onnx": RUNS, "torch.onnx": RUNS, "eager": RUNS}
+    assert data["latency"]["mlp"]["no_sweep"] == "no sequence dimension"
+
+    summary = data["summary"]["mlp"]["pt2onnx"]
+    assert summary["ok_repeats"] == 2 and _is_spread(summary["export_s"])
     ratios = data["ratios"]["pt2onnx"]["mlp"]
-    assert set(ratios) >= {"export_time", "peak_rss_growth", "nodes", "ort_latency", "after_capture_over_capture"}
-    assert {t["target"] for t in data["targets"]} >= {"export time, median ratio", "peak RSS growth, median ratio"}
+    for key in ("export_time", "peak_rss_growth", "ort_latency", "after_capture_over_capture"):
+        assert _is_spread(ratios[key]), key
+    assert ratios["nodes"] == 1.0
+    assert {t["target"] for t in data["targets"]} >= {
+        "export time, median of medians",
+        "peak RSS growth, median of medians",
+    }
+    env = data["environment"]
+    assert set(env["versions"]) >= {"pt2onnx", "torch", "onnxruntime", "onnx"} and env["cores"] >= 1
+    assert data["repeats"] == 2 and data["threads"] == 1
+
     markdown = (tmp_path / "results.md").read_text()
-    assert "| mlp | pt2onnx | yes |" in markdown and "| mlp | torch.onnx | yes |" in markdown
+    assert "| mlp | pt2onnx | 2/2 |" in markdown and "| mlp | torch.onnx | 2/2 |" in markdown
+    assert f"CPU: {env['cpu']}" in markdown and f"onnxruntime {env['versions']['onnxruntime']}" in markdown
+    assert "| mlp | x 4x64 | none: no sequence dimension |" in markdown
+    assert "| **median of medians** |" in markdown
     assert (tmp_path / "results.png").read_bytes().startswith(b"\x89PNG")
