@@ -106,7 +106,8 @@ class Contribution:
     node), ``decomposition`` (it was applied in a re-trace), ``rewrite`` (it changed
     the graph), or a capture preparation that applied: ``pytree`` (its type is in the
     program's inputs or outputs), ``patch`` or ``dynamic_shapes``. ``name`` is the op,
-    rewrite or preparation name it was registered under.
+    rewrite or preparation name it was registered under; ``since``/``until`` the opset
+    range it was registered for (None: unbounded).
     """
 
     kind: str
@@ -114,6 +115,8 @@ class Contribution:
     plugin: str
     layer: str
     function: str
+    since: int | None = None
+    until: int | None = None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["PROVEN_KINDS", "Proof", "collecting", "record", "registered", "unproven"]
+__all__ = ["PROVEN_KINDS", "Proof", "collecting", "count_call", "record", "registered", "unproven"]
 
 #: ``(kind, name, function)``: a registration, as a test proves it.
 Proof = tuple[str, str, str]
@@ -26,20 +26,35 @@ PROVEN_KINDS = ("converter", "lowering", "custom_op", "decomposition", "rewrite"
 
 _lock = threading.Lock()
 _current: set[Proof] | None = None
+_calls = [0]  # the harness calls of the running test (of the process, outside a test)
 
 
 @contextmanager
 def collecting() -> Iterator[set[Proof]]:
-    """Collect what :func:`record` receives while the block runs (one test)."""
-    global _current
+    """Collect what :func:`record` receives while the block runs (one test); count its calls from 0."""
+    global _current, _calls
     proofs: set[Proof] = set()
     with _lock:
         previous, _current = _current, proofs
+        previous_calls, _calls = _calls, [0]
     try:
         yield proofs
     finally:
         with _lock:
-            _current = previous
+            _current, _calls = previous, previous_calls
+
+
+def count_call() -> int:
+    """The number of this harness call in the running test (0 for the first), counting it.
+
+    Outside a :func:`collecting` block, the calls of the whole process are counted. Which
+    calls of a test get a number depends only on the test's own inputs, not on the order
+    or the worker the session runs tests in.
+    """
+    with _lock:
+        number = _calls[0]
+        _calls[0] += 1
+    return number
 
 
 def record(contributions: Iterable[Any]) -> None:
