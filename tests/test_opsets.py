@@ -292,6 +292,23 @@ def test_a_converter_that_fails_at_its_minimum_opset_fails_the_harness_naming_it
         assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[ShapeFrom0()])
 
 
+class WrongOldForm:
+    """A relu right in its form for 17 and later, wrong in its form for older opsets."""
+
+    name = "WrongOldForm"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", lambda op, self: op.Abs(self), until=16)
+        register.converter("aten::relu", relu_as_relu, since=17)
+
+
+def test_an_op_with_a_form_per_opset_range_is_proven_in_its_oldest_form_too(monkeypatch):
+    monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "1")
+    with pytest.raises(AssertionError, match=r"differs from eager PyTorch at opset 14 \(the oldest pt2onnx exports\)"):
+        assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[WrongOldForm()])
+
+
 @pytest.mark.parametrize(("every", "checked"), [("1", [0, 1, 2, 3, 4]), ("3", [0, 3]), ("0", [])])
 def test_which_calls_of_a_test_check_the_oldest_opset_too(monkeypatch, every, checked):
     monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, every)

@@ -75,9 +75,7 @@ def _contributions(
     winners += [e.winner for _, e in decomposed.applied.values()]
     winners += [e.winner for name, e in registry.rewrites.items() if name in changed]
     unique = {(r.kind, r.op, r.plugin): r for r in winners}
-    return [
-        Contribution(r.kind, r.op, r.plugin, str(r.layer), function_id(r.fn), r.since, r.until) for r in unique.values()
-    ]
+    return [Contribution(r.kind, r.op, r.plugin, str(r.layer), function_id(r.fn)) for r in unique.values()]
 
 
 def export(

@@ -106,8 +106,7 @@ class Contribution:
     node), ``decomposition`` (it was applied in a re-trace), ``rewrite`` (it changed
     the graph), or a capture preparation that applied: ``pytree`` (its type is in the
     program's inputs or outputs), ``patch`` or ``dynamic_shapes``. ``name`` is the op,
-    rewrite or preparation name it was registered under; ``since``/``until`` the opset
-    range it was registered for (None: unbounded).
+    rewrite or preparation name it was registered under.
     """
 
     kind: str
@@ -115,8 +114,6 @@ class Contribution:
     plugin: str
     layer: str
     function: str
-    since: int | None = None
-    until: int | None = None
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ checked on the example and on a second input whose symbolic dims all have other 
 so a converter's symbolic-size branch is proven on every test, not only its static one.
 
 Without ``opset=``, the captured program is then translated again at the oldest opset
-that every registration which did work serves (:func:`oldest_opset`: the highest
-``since=`` among them, else 14) and checked on the same inputs, so each converter is
-proven at its minimum opset as well as at the default one. The environment variable
+at which the plugins that did work still handle everything they did (:func:`oldest_opset`:
+for each op or rewrite, the oldest ``since=`` of its plugin's forms, the highest of those,
+else 14) and checked on the same inputs, so each converter is proven at its minimum
+opset as well as at the default one, and an op with one form per opset range in its
+oldest form too. The environment variable
 ``PT2ONNX_OLDEST_OPSET_EVERY`` says on which calls: ``1`` (the default) every call;
 ``N`` the first call of each test and every N-th after it (the calls of a test depend
 only on its inputs, so a seed reproduces which); ``0`` none. This repository's
@@ -28,6 +30,8 @@ import torch.utils._pytree as pytree
 from ..export import export
 from ..opnames import normalize_op_name
 from ..opset import MIN_OPSET
+from ..registration import Registration
+from ..registry import session_registry
 from ..result import ExportResult
 from ..signature import flatten_inputs, normalize_args, user_input_names
 from .record import count_call, record
@@ -108,12 +112,24 @@ def assert_exports_like_eager(
     return result
 
 
-def oldest_opset(result: ExportResult) -> int:
-    """The oldest opset that every registration which did work in ``result``'s export serves.
+def oldest_opset(result: ExportResult, registrations: Iterable[Registration]) -> tuple[int, list[str]]:
+    """The oldest opset at which the plugins that did work in ``result``'s export still handle
+    everything they handled in it, and what sets it.
 
-    The highest ``since`` among its contributions, and at least :data:`~pt2onnx.opset.MIN_OPSET`.
+    For each contribution, the oldest opset its plugin serves that op (or rewrite) at, in any
+    of its forms (``since=``, None counting as :data:`~pt2onnx.opset.MIN_OPSET`); the highest
+    of those, and the contributions that need it (none when it is ``MIN_OPSET``).
     """
-    return max([MIN_OPSET, *(c.since for c in result.report.contributions if c.since is not None)])
+    forms: dict[tuple[str, str, str], int] = {}
+    for r in registrations:
+        key = (r.kind, r.op, r.plugin)
+        forms[key] = min(forms.get(key, r.since or MIN_OPSET), r.since or MIN_OPSET)
+    needs = {
+        f"{c.kind} {c.name} of {c.plugin}": forms.get((c.kind, c.name, c.plugin), MIN_OPSET)
+        for c in result.report.contributions
+    }
+    oldest = max([MIN_OPSET, *needs.values()])
+    return oldest, sorted(name for name, since in needs.items() if since == oldest > MIN_OPSET)
 
 
 def _oldest_opset_due() -> bool:
@@ -136,10 +152,11 @@ def _check_oldest_opset(
     export_options: dict[str, Any],
 ) -> None:
     """Translate the captured program again at :func:`oldest_opset` and verify it on the same inputs."""
-    oldest, default = oldest_opset(result), result.report.opset
+    registry = session_registry(export_options.get("plugins"), export_options.get("disable", ()))
+    oldest, pinned = oldest_opset(result, registry.registrations)
+    default = result.report.opset
     if oldest >= default:
         return
-    pinned = sorted(f"{c.kind} {c.name} of {c.plugin}" for c in result.report.contributions if c.since == oldest)
     why = f"registered since={oldest}: {', '.join(pinned)}" if pinned else "the oldest pt2onnx exports"
     failed = f"at opset {oldest} ({why}), after the default opset {default} passed"
     # dtype= converts the eager module before capture: only the module can be exported so again.
