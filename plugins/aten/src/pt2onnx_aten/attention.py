@@ -20,7 +20,7 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOAT32_16, FLOATS, compute
+from ._common import FLOAT32_16, FLOATS, compute, is_nan
 from ._dims import reduce_over, shape_of
 
 D = ir.DataType
@@ -75,7 +75,7 @@ def _explicit(op, q, k, v, mask, is_causal, scale, nan_is_empty):
     # CPU flash kernel takes each row's max past NaN scores: a row of NaN and -inf is empty.
     empty = op.Equal(scores, neg_inf)
     if nan_is_empty:
-        empty = op.Or(empty, op.IsNaN(scores))
+        empty = op.Or(empty, is_nan(op, scores))
     masked_out = reduce_over(op, "ReduceMin", op.Cast(empty, to=D.UINT8), [-1], keepdims=1)
     weights = op.Where(op.Cast(masked_out, to=D.BOOL), op.constant(0.0, dtype), op.Softmax(scores, axis=-1))
     return op.MatMul(weights, v)
