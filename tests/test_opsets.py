@@ -292,6 +292,40 @@ def test_a_converter_that_fails_at_its_minimum_opset_fails_the_harness_naming_it
         assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[ShapeFrom0()])
 
 
+class ArgumentSince17:
+    """A relu that declares its argument needs opset 17 (op.unsupported(since=17)), and is wrong at 17."""
+
+    name = "ArgumentSince17"
+
+    def __init__(self, *, wrong_at_17: bool) -> None:
+        self.wrong_at_17, self.opsets = wrong_at_17, []
+
+    def relu(self, op, self_):
+        self.opsets.append(op.opset)
+        if op.opset < 17:
+            raise op.unsupported("self", "this tensor", f"needs opset 17 (target: {op.opset})", since=17)
+        if op.opset == 17 and self.wrong_at_17:
+            return op.Abs(self_)
+        return op.Relu(self_)
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", self.relu)
+
+
+def test_an_argument_a_converter_declares_newer_is_proven_at_the_opset_it_declares(monkeypatch):
+    monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "1")
+    right = ArgumentSince17(wrong_at_17=False)
+    assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[right])
+    assert right.opsets == [default_opset(), 14, 17]
+    with pytest.raises(AssertionError) as info:
+        assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[ArgumentSince17(wrong_at_17=True)])
+    assert "at opset 17 (argument self='this tensor' needs since=17), after the default" in str(info.value)
+    with pytest.raises(pt2onnx.errors.UnsupportedArgumentError, match="needs opset 17") as error:
+        pt2onnx.export(ReluNet(), (torch.randn(3, 4),), opset=16, plugins=[ArgumentSince17(wrong_at_17=False)])
+    assert error.value.since == 17 and error.value.hint == "export with opset>=17"
+
+
 class WrongOldForm:
     """A relu right in its form for 17 and later, wrong in its form for older opsets."""
 

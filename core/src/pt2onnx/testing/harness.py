@@ -27,6 +27,7 @@ import onnx
 import torch
 import torch.utils._pytree as pytree
 
+from ..errors import UnsupportedArgumentError
 from ..export import export
 from ..opnames import normalize_op_name
 from ..opset import MIN_OPSET
@@ -163,7 +164,17 @@ def _check_oldest_opset(
     source = model if "dtype" in export_options else result.program
     options = export_options if source is model else _for_a_program(export_options)
     try:
-        older = export(source, checks[0][0], checks[0][1], opset=oldest, **options)
+        while True:
+            try:
+                older = export(source, checks[0][0], checks[0][1], opset=oldest, **options)
+                break
+            except UnsupportedArgumentError as e:
+                # An argument its converter declares newer than the converter (op.unsupported(since=)):
+                # proven at that opset instead.
+                if e.since is None or not oldest < e.since < default:
+                    raise
+                oldest, why = e.since, f"argument {e.argument}={e.value!r} needs since={e.since}"
+                failed = f"at opset {oldest} ({why}), after the default opset {default} passed"
         if check_model:
             onnx.checker.check_model(older.model_proto, full_check=True)
     except Exception as e:

@@ -86,7 +86,7 @@ def scatter_reduce(op, self, dim, index, src, reduce, *, include_self=True):
             "reduce",
             reduce,
             f"ONNX ScatterElements reduces by max/min from opset 18 (target: {op.opset})",
-            hint="export with opset>=18",
+            since=18,
         )
     axis = _axis(op, self, dim)
     updates = to_dtype(op, _updates(op, src, index, axis), self.dtype)
