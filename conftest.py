@@ -26,8 +26,8 @@ settings.register_profile("thorough", max_examples=300, print_blob=True, **_COMM
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "dev")
 settings.load_profile(_PROFILE)
 # assert_exports_like_eager checks its export at the oldest opset its converters serve too:
-# on every call when hunting bugs; else on each test's first call and every 4th after it,
-# a quarter of the cost (every call: +74% on the unary and reduction tests).
+# on every call when hunting bugs; else on each test's first call and one in 4 of the others,
+# by their inputs (on the unary and reduction tests every call costs +94% CPU time, 4 +12%).
 os.environ.setdefault("PT2ONNX_OLDEST_OPSET_EVERY", "1" if _PROFILE == "thorough" else "4")
 
 # pt2onnx-ort is imported from its source, not installed: installed, it would win over the
