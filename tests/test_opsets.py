@@ -12,6 +12,8 @@ from typing import Any
 import onnx
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch._export.db.case import SupportLevel
 from torch._export.db.examples import all_examples
 
@@ -21,6 +23,7 @@ from pt2onnx.errors import OptionError, PluginConflictError, PluginError, Unsupp
 from pt2onnx.opset import MIN_OPSET, default_opset
 from pt2onnx.plugin import ConverterRegistrar, CustomOpRegistrar, converter, hookimpl
 from pt2onnx.testing import assert_exports_like_eager
+from pt2onnx.testing.harness import OLDEST_OPSET_EVERY_ENV
 from test_exportdb import _second_input
 
 
@@ -222,6 +225,164 @@ def test_the_harness_exports_at_the_opset_it_is_given():
     for opset in (14, 17):
         result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=opset)
         assert result.report.opset == opset and result.model.opset_imports[""] == opset
+
+
+class OpsetsSeen:
+    """A plugin whose relu notes every opset it converts at, and is wrong below ``wrong_below``."""
+
+    name = "OpsetsSeen"
+
+    def __init__(self, *, since: int | None = None, wrong_below: int = 0) -> None:
+        self.since, self.wrong_below, self.opsets = since, wrong_below, []
+
+    def relu(self, op, self_):
+        self.opsets.append(op.opset)
+        if op.opset < self.wrong_below:
+            return op.Abs(self_)  # |x| is not relu: wrong at these opsets only
+        return op.Max(self_, op.constant(0.0, op.dtype_of(self_)))
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", self.relu, since=self.since)
+
+
+def test_the_harness_also_proves_a_converter_at_its_minimum_opset_14():
+    plugin = OpsetsSeen()
+    result = assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[plugin])
+    assert result.report.opset == default_opset()
+    assert plugin.opsets == [default_opset(), MIN_OPSET]
+
+
+def test_a_converter_wrong_only_below_some_opset_fails_the_harness_naming_that_opset():
+    plugin = OpsetsSeen(wrong_below=16)
+    with pytest.raises(AssertionError) as info:
+        assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[plugin])
+    message = str(info.value)
+    assert message.startswith(
+        f"ONNX model differs from eager PyTorch at opset 14 (the oldest pt2onnx exports), "
+        f"after the default opset {default_opset()} passed:"
+    )
+    assert plugin.opsets == [default_opset(), 14]
+
+
+def test_a_converter_registered_since_17_is_proven_at_17(monkeypatch):
+    monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "1")
+    plugin = OpsetsSeen(since=17, wrong_below=18)
+    with pytest.raises(AssertionError) as info:
+        assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[plugin])
+    assert "at opset 17 (registered since=17: converter aten::relu of OpsetsSeen), after the default" in str(info.value)
+    right = OpsetsSeen(since=17)
+    assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[right])
+    assert right.opsets == [default_opset(), 17]
+
+
+def test_a_converter_that_fails_at_its_minimum_opset_fails_the_harness_naming_it():
+    def relu_reshaped_to_its_shape_from_0(op, self):
+        return op.Reshape(op.Relu(self), op.Shape(self, start=0))  # Shape's start is opset 15
+
+    class ShapeFrom0:
+        name = "ShapeFrom0"
+
+        @hookimpl
+        def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+            register.converter("aten::relu", relu_reshaped_to_its_shape_from_0)
+
+    with pytest.raises(
+        AssertionError,
+        match=r"export failed at opset 14 \(the oldest pt2onnx exports\), after the default opset \d+ passed: ",
+    ):
+        assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[ShapeFrom0()])
+
+
+class ArgumentSince17:
+    """A relu that declares its argument needs opset 17 (op.unsupported(since=17)), and is wrong at 17."""
+
+    name = "ArgumentSince17"
+
+    def __init__(self, *, wrong_at_17: bool) -> None:
+        self.wrong_at_17, self.opsets = wrong_at_17, []
+
+    def relu(self, op, self_):
+        self.opsets.append(op.opset)
+        if op.opset < 17:
+            raise op.unsupported("self", "this tensor", f"needs opset 17 (target: {op.opset})", since=17)
+        if op.opset == 17 and self.wrong_at_17:
+            return op.Abs(self_)
+        return op.Relu(self_)
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", self.relu)
+
+
+def test_an_argument_a_converter_declares_newer_is_proven_at_the_opset_it_declares(monkeypatch):
+    monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "1")
+    right = ArgumentSince17(wrong_at_17=False)
+    assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[right])
+    assert right.opsets == [default_opset(), 14, 17]
+    with pytest.raises(AssertionError) as info:
+        assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[ArgumentSince17(wrong_at_17=True)])
+    assert "at opset 17 (argument self='this tensor' needs since=17), after the default" in str(info.value)
+    with pytest.raises(pt2onnx.errors.UnsupportedArgumentError, match="needs opset 17") as error:
+        pt2onnx.export(ReluNet(), (torch.randn(3, 4),), opset=16, plugins=[ArgumentSince17(wrong_at_17=False)])
+    assert error.value.since == 17 and error.value.hint == "export with opset>=17"
+
+
+class WrongOldForm:
+    """A relu right in its form for 17 and later, wrong in its form for older opsets."""
+
+    name = "WrongOldForm"
+
+    @hookimpl
+    def pt2onnx_register_converters(self, register: ConverterRegistrar) -> None:
+        register.converter("aten::relu", lambda op, self: op.Abs(self), until=16)
+        register.converter("aten::relu", relu_as_relu, since=17)
+
+
+def test_an_op_with_a_form_per_opset_range_is_proven_in_its_oldest_form_too(monkeypatch):
+    monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "1")
+    with pytest.raises(AssertionError, match=r"differs from eager PyTorch at opset 14 \(the oldest pt2onnx exports\)"):
+        assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), plugins=[WrongOldForm()])
+
+
+@pytest.mark.parametrize(
+    ("every", "checked"),
+    # A large N selects, of these fixed inputs, only the first call's, and those again.
+    [("1", [True] * 4), ("1000003", [True, False, False, True]), ("0", [False] * 4)],
+)
+def test_which_calls_of_a_test_check_the_oldest_opset_too(monkeypatch, every, checked):
+    monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, every)
+    plugin = OpsetsSeen()
+    for k, expected in zip([0, 1, 2, 0], checked):
+        plugin.opsets.clear()
+        assert_exports_like_eager(ReluNet(), (torch.full((3, 4), k - 1.0),), plugins=[plugin])
+        assert plugin.opsets == ([default_opset(), MIN_OPSET] if expected else [default_opset()])
+
+
+def test_hypothesis_replaying_a_failing_example_meets_the_same_check(monkeypatch):
+    # The first example fails at opset 14; shrinking tries others, which are not checked
+    # there, and the replay of the failing one must be, or hypothesis reports it as flaky.
+    monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "1000003")
+
+    @settings(max_examples=5, deadline=None, database=None)
+    @given(x=st.floats(-10, -1))
+    def check(x):
+        assert_exports_like_eager(ReluNet(), (torch.full((2,), x),), plugins=[OpsetsSeen(wrong_below=16)])
+
+    with pytest.raises(AssertionError, match=r"differs from eager PyTorch at opset 14"):
+        check()
+
+
+def test_a_wrong_oldest_opset_setting_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "every")
+    with pytest.raises(ValueError, match=r"PT2ONNX_OLDEST_OPSET_EVERY='every': expected 0 \(never\), 1"):
+        assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),))
+
+
+def test_an_explicit_opset_is_the_only_one_the_harness_exports_at():
+    plugin = OpsetsSeen(wrong_below=16)
+    assert_exports_like_eager(ReluNet(), (torch.randn(3, 4),), opset=16, plugins=[plugin])
+    assert plugin.opsets == [16]
 
 
 PROJECT_RELU = """

@@ -74,6 +74,28 @@ def test_sdpa_as_multi_head_attention(data, batch, heads, seq, kv_seq, size, mas
     assert _ops(result) == ["MultiHeadAttention"]
 
 
+@pytest.mark.parametrize("mask", ["bool", "float"])
+def test_sdpa_as_multi_head_attention_at_opset_14(mask):
+    # The mask's bias is expanded to the query and key lengths read from their shapes, which
+    # Shape(start=, end=) would do only from opset 15.
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 2, 3, 4), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4)
+    m = torch.rand(3, 5) > 0.3 if mask == "bool" else torch.randn(2, 1, 3, 5)
+    if mask == "bool":
+        m[:, 0] = True  # a row with no key to attend is NaN in torch
+    other = (torch.randn(3, 2, 4, 4), torch.randn(3, 2, 6, 4), torch.randn(3, 2, 6, 4))
+    other_mask = torch.ones(4, 6, dtype=torch.bool) if mask == "bool" else torch.randn(3, 1, 4, 6)
+    result = assert_exports_like_eager(
+        Attention(),
+        (q, k, v, m),
+        plugins=[pt2onnx_ort.attention],
+        other_inputs=[((*other, other_mask), {})],
+        opset=14,
+        expect_ops={"aten::scaled_dot_product_attention": "pt2onnx_ort.attention"},
+    )
+    assert result.model.opset_imports[""] == 14 and _ops(result) == ["MultiHeadAttention"]
+
+
 @settings(max_examples=3)
 @given(data=st.data(), seq=st.integers(2, 6))
 def test_causal_sdpa_with_dynamic_batch_and_sequence(data, seq):

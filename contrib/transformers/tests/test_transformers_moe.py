@@ -48,6 +48,22 @@ def test_grouped_mm_fallback(data, counts, spare, dtype, offsets_dtype):
     )
 
 
+def test_grouped_mm_fallback_at_opset_14():
+    # One Gather per expert's weight and the row count from a Gather of the whole shape:
+    # Split(num_outputs=) is opset 18, Shape(start=, end=) opset 15.
+    torch.manual_seed(0)
+    x, weight = torch.randn(7, 3), torch.randn(3, 3, 2)
+    offsets = torch.tensor([2, 2, 6], dtype=torch.int32)  # an empty expert, and a spare row
+    result = assert_exports_like_eager(
+        GroupedMatmul(weight),
+        (x, offsets),
+        other_inputs=[((torch.randn(9, 3), offsets), {})],
+        opset=14,
+        expect_ops={"transformers::grouped_mm_fallback": "transformers"},
+    )
+    assert result.model.opset_imports[""] == 14
+
+
 def test_a_symbolic_number_of_experts_is_refused():
     x, weight = torch.randn(5, 3), torch.randn(2, 3, 4)
     offsets = torch.tensor([2, 5], dtype=torch.int32)

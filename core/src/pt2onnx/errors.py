@@ -179,15 +179,17 @@ class UnsupportedArgumentError(Pt2OnnxError):
     """Raised by a converter for an argument value it cannot express in ONNX.
 
     Converters raise it with the argument and its value; the core adds the node, the
-    op and the user's source line before the user sees it.
+    op and the user's source line before the user sees it. ``since`` is the oldest opset
+    that exports this argument, when only the target opset is too old for it.
     """
 
     phase = "translate"
 
-    def __init__(self, argument: str, value: object, reason: str, *, hint: str | None = None):
+    def __init__(self, argument: str, value: object, reason: str, *, hint: str | None = None, since: int | None = None):
         self.argument = argument
         self.value = value
         self.reason = reason
+        self.since = since
         super().__init__(f"argument {argument}={value!r} cannot be exported: {reason}", hint=hint)
 
 

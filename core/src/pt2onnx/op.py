@@ -76,10 +76,17 @@ class Op(OpBuilder):
         return ir.DataType.INT64
 
     def unsupported(
-        self, argument: str, value: object, reason: str, hint: str | None = None
+        self, argument: str, value: object, reason: str, hint: str | None = None, *, since: int | None = None
     ) -> UnsupportedArgumentError:
-        """An error to raise for an argument this converter cannot express in ONNX."""
-        return UnsupportedArgumentError(argument, value, reason, hint=hint)
+        """An error to raise for an argument this converter cannot express in ONNX.
+
+        ``since``: the oldest opset that exports this argument, when only the target opset
+        is too old for it (the hint then says so); the harness of :mod:`pt2onnx.testing`
+        checks such an argument at that opset instead of the converter's oldest.
+        """
+        if since is not None and hint is None:
+            hint = f"export with opset>={since}"
+        return UnsupportedArgumentError(argument, value, reason, hint=hint, since=since)
 
     # -- small helpers every converter family needs ---------------------------------
 

@@ -298,6 +298,7 @@ class GraphTranslator:
                 hint=e.hint
                 or f"change the model to avoid this argument, or override {op_name(node.target)} "
                 "with your own converter plugin",
+                since=e.since,
             ).at(location_of(node)) from e
         except Pt2OnnxError as e:
             if e.location is None:

@@ -7,9 +7,6 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import pt2onnx
-from lambda_modules import Variadic
-from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import (
     ALL_DTYPES,
     INT_DTYPES,
@@ -131,13 +128,19 @@ def test_comparison_opset14_dynamic(name):
     )
 
 
+def _extremes(dtype):
+    if dtype == torch.bool:
+        return torch.tensor([True, False, True, False, True])
+    info = torch.iinfo(dtype)
+    return torch.tensor([info.min, info.max, 0, 5, max(info.min, -1)], dtype=dtype)
+
+
+@pytest.mark.parametrize("opset", [14, 17])
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
 @pytest.mark.parametrize("name", [*BITWISE, "bitwise_not"])
-def test_bitwise_of_bools_below_opset_18_and_of_integers_refused(name):
+def test_bitwise_below_opset_18_is_computed_on_the_bits(name, dtype, opset):
+    # ONNX has no bitwise op on integers before 18: each of the 64 bits is computed as a bool.
     fn = getattr(torch, name)
-    args = (torch.tensor([True, False, True]),) if name == "bitwise_not" else (torch.tensor([True, False]),) * 2
-    assert_exports_like_eager(lambda *xs: fn(*xs), args, opset=14, expect_ops=[f"aten::{name}"])
-    ints = tuple(torch.tensor([3, 5]) for _ in args)
-    with pytest.raises(
-        UnsupportedArgumentError, match=r"ONNX has Bitwise\w+ for integers from opset 18 \(target: 17\)"
-    ):
-        pt2onnx.export(Variadic(lambda *xs: fn(*xs)), ints, opset=17)
+    x = _extremes(dtype)
+    args = (x,) if name == "bitwise_not" else (x, x.flip(0).reshape(1, -1).expand(2, -1).clone())
+    assert_exports_like_eager(lambda *xs: fn(*xs), args, opset=opset, expect_ops=[f"aten::{name}"])

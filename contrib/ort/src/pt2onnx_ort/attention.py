@@ -63,7 +63,9 @@ def _attention_bias(op, mask, query, key):
     if rank < 4:
         mask = op.Unsqueeze(mask, op.constant(list(range(4 - rank))))
     ones = op.constant([1, 1])
-    sizes = op.Concat(ones, op.Shape(query, start=2, end=3), op.Shape(key, start=2, end=3), axis=0)
+    # Shape's start/end are opset 15: Gather the sequence lengths of the whole shapes instead.
+    lengths = op.constant([2])
+    sizes = op.Concat(ones, op.Gather(op.Shape(query), lengths), op.Gather(op.Shape(key), lengths), axis=0)
     return op.Expand(mask, sizes)
 
 

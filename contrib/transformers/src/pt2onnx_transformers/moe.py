@@ -40,17 +40,18 @@ def grouped_mm_fallback(op: Op, input: ir.Value, weight: ir.Value, offs: ir.Valu
     starts = op.Concat(
         op.constant([0], _INT64), op.Slice(ends, op.constant([0], _INT64), op.constant([groups - 1], _INT64)), axis=0
     )
-    weights = op.Split(weight, axis=0, num_outputs=groups, _outputs=groups) if groups > 1 else [weight]
     axis = op.constant([0], _INT64)
     pieces = []
-    for g, w in enumerate(weights):
+    for g in range(groups):
         index = op.constant([g], _INT64)
         rows = op.Slice(input, op.Gather(starts, index), op.Gather(ends, index), axis)
-        pieces.append(op.MatMul(rows, op.Squeeze(w, axis)))
+        # Gather of one expert rather than Split(num_outputs=), which is opset 18.
+        pieces.append(op.MatMul(rows, op.Gather(weight, op.constant(g, _INT64), axis=0)))
     out = op.Concat(*pieces, axis=0) if groups > 1 else pieces[0]
     # Rows past the last group's end (none unless experts are sharded away) are zero in eager.
+    # Shape's start/end are opset 15: Gather one size of the whole shape instead.
     rest = op.Sub(
-        op.Shape(input, start=0, end=1), op.Slice(ends, op.constant([-1], _INT64), op.constant([groups], _INT64))
+        op.Gather(op.Shape(input), axis), op.Slice(ends, op.constant([-1], _INT64), op.constant([groups], _INT64))
     )
     pads = op.Concat(op.constant([0, 0], _INT64), rest, op.constant([0], _INT64), axis=0)
     out = op.Pad(out, pads)

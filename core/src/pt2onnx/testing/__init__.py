@@ -31,6 +31,8 @@ What each guarantee rests on (the tests that prove it):
   ``tests/test_testing_harness.py::test_a_wrong_static_shape_stops_the_export_naming_plugin_op_node_and_line``;
 * every dim dynamic and a second input of other sizes, by default —
   ``tests/test_testing_harness.py::test_dynamic_by_default_checks_other_sizes``;
+* each export checked again at the oldest opset its converters serve, by default —
+  ``tests/test_opsets.py::test_a_converter_wrong_only_below_some_opset_fails_the_harness_naming_that_opset``;
 * edge values by default — ``tests/test_testing_strategies.py``.
 """
 

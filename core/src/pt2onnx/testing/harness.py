@@ -3,10 +3,25 @@
 By default the model is exported with every dim dynamic (``dynamic_shapes="auto"``) and
 checked on the example and on a second input whose symbolic dims all have other sizes,
 so a converter's symbolic-size branch is proven on every test, not only its static one.
+
+Without ``opset=``, the captured program is then translated again at the oldest opset
+at which the plugins that did work still handle everything they did (:func:`oldest_opset`:
+for each op or rewrite, the oldest ``since=`` of its plugin's forms, the highest of those,
+else 14) and checked on the same inputs, so each converter is proven at its minimum
+opset as well as at the default one, and an op with one form per opset range in its
+oldest form too. The environment variable
+``PT2ONNX_OLDEST_OPSET_EVERY`` says on which calls: ``1`` (the default) every call;
+``N`` the first call of each test and about one in N of the others, picked by a digest
+of the inputs (so a seed reproduces which, and hypothesis replaying a failing example
+meets the same check); ``0`` none. This repository's ``conftest.py`` sets 4 (on the
+unary and reduction tests every call costs +43% wall and +94% CPU time, 4 +12% CPU
+time) except under ``HYPOTHESIS_PROFILE=thorough``, which checks every call.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -14,13 +29,21 @@ import onnx
 import torch
 import torch.utils._pytree as pytree
 
+from ..errors import UnsupportedArgumentError
 from ..export import export
 from ..opnames import normalize_op_name
+from ..opset import MIN_OPSET
+from ..registration import Registration
+from ..registry import session_registry
 from ..result import ExportResult
 from ..signature import flatten_inputs, normalize_args, user_input_names
-from .record import record
+from .record import record, selected
 
-__all__ = ["assert_exports_like_eager", "other_sizes", "record_proof"]
+__all__ = ["OLDEST_OPSET_EVERY_ENV", "assert_exports_like_eager", "oldest_opset", "other_sizes", "record_proof"]
+
+#: The environment variable that says which calls of the harness also check the oldest
+#: opset: every call (``1``, the default), the first of each test and one in N by the inputs (``N``), none (``0``).
+OLDEST_OPSET_EVERY_ENV = "PT2ONNX_OLDEST_OPSET_EVERY"
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -55,9 +78,11 @@ def assert_exports_like_eager(
         expect_ops: op names (``aten::add`` matches every overload) the export must have
             converted, so a test cannot pass without exercising its converter; a mapping
             ``{op: plugin}`` also names the plugin that must have converted each.
-        opset: the target opset (default: :func:`pt2onnx.export`'s); a converter
-            registered with ``since=``/``until=`` is tested at the opsets it claims,
-            its oldest and the default one.
+        opset: the one target opset to check. Left out, the default one
+            (:func:`pt2onnx.export`'s) and then :func:`oldest_opset` on the calls that
+            ``PT2ONNX_OLDEST_OPSET_EVERY`` selects: a converter is proven at its minimum
+            and at the default opset. A failure there names that opset and says the
+            default one passed.
         export_options: go to :func:`pt2onnx.export`.
 
     When the test passes, the pytest plugin of :mod:`pt2onnx.testing` counts every
@@ -83,15 +108,124 @@ def assert_exports_like_eager(
         grown = other_sizes(result, args, kwargs)
         if grown is not None:
             checks.append(grown)
-    for call_args, call_kwargs in checks:
-        check = result.verify(*call_args, _atol=atol, _rtol=rtol, **call_kwargs)
-        if not check.ok:
-            raise AssertionError(
-                f"ONNX model differs from eager PyTorch:\n{check}\n"
-                f"inputs: {_describe(call_args)}\nexport report:\n{result.report}"
-            )
+    _verify(result, checks, atol, rtol, "ONNX model differs from eager PyTorch")
     record(result.report.contributions)
+    if opset is None and _oldest_opset_due(model, checks):
+        _check_oldest_opset(model, result, checks, atol, rtol, check_model, export_options)
     return result
+
+
+def oldest_opset(result: ExportResult, registrations: Iterable[Registration]) -> tuple[int, list[str]]:
+    """The oldest opset at which the plugins that did work in ``result``'s export still handle
+    everything they handled in it, and what sets it.
+
+    For each contribution, the oldest opset its plugin serves that op (or rewrite) at, in any
+    of its forms (``since=``, None counting as :data:`~pt2onnx.opset.MIN_OPSET`); the highest
+    of those, and the contributions that need it (none when it is ``MIN_OPSET``).
+    """
+    forms: dict[tuple[str, str, str], int] = {}
+    for r in registrations:
+        key = (r.kind, r.op, r.plugin)
+        forms[key] = min(forms.get(key, r.since or MIN_OPSET), r.since or MIN_OPSET)
+    needs = {
+        f"{c.kind} {c.name} of {c.plugin}": forms.get((c.kind, c.name, c.plugin), MIN_OPSET)
+        for c in result.report.contributions
+    }
+    oldest = max([MIN_OPSET, *needs.values()])
+    return oldest, sorted(name for name, since in needs.items() if since == oldest > MIN_OPSET)
+
+
+def _oldest_opset_due(model: Any, checks: Sequence[Inputs]) -> bool:
+    """Whether this call also checks the oldest opset (see ``PT2ONNX_OLDEST_OPSET_EVERY``)."""
+    value = os.environ.get(OLDEST_OPSET_EVERY_ENV, "1")
+    if not value.isdigit():
+        raise ValueError(f"{OLDEST_OPSET_EVERY_ENV}={value!r}: expected 0 (never), 1 (every call) or N (one in N)")
+    return selected(_digest(model, checks), int(value))
+
+
+def _digest(model: Any, checks: Sequence[Inputs]) -> int:
+    """A digest of the model's type and the inputs' values, the same on every run."""
+    h = hashlib.blake2b(type(model).__qualname__.encode(), digest_size=8)
+    for leaf in pytree.tree_leaves(list(checks)):
+        if isinstance(leaf, torch.Tensor):
+            h.update(f"{leaf.dtype}{tuple(leaf.shape)}".encode())
+            t = leaf.detach().cpu()
+            t = torch.view_as_real(t) if t.is_complex() else t
+            h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        else:
+            h.update(repr(leaf).encode())
+    return int.from_bytes(h.digest(), "little")
+
+
+def _check_oldest_opset(
+    model: Any,
+    result: ExportResult,
+    checks: Sequence[Inputs],
+    atol: float | None,
+    rtol: float | None,
+    check_model: bool,
+    export_options: dict[str, Any],
+) -> None:
+    """Translate the captured program again at :func:`oldest_opset` and verify it on the same inputs."""
+    registry = session_registry(export_options.get("plugins"), export_options.get("disable", ()))
+    oldest, pinned = oldest_opset(result, registry.registrations)
+    default = result.report.opset
+    if oldest >= default:
+        return
+    why = f"registered since={oldest}: {', '.join(pinned)}" if pinned else "the oldest pt2onnx exports"
+    failed = f"at opset {oldest} ({why}), after the default opset {default} passed"
+    # dtype= converts the eager module before capture: only the module can be exported so again.
+    source = model if "dtype" in export_options else result.program
+    options = export_options if source is model else _for_a_program(export_options)
+    try:
+        while True:
+            try:
+                older = export(source, checks[0][0], checks[0][1], opset=oldest, **options)
+                break
+            except UnsupportedArgumentError as e:
+                # An argument its converter declares newer than the converter (op.unsupported(since=)):
+                # proven at that opset instead.
+                if e.since is None or not oldest < e.since < default:
+                    raise
+                oldest, why = e.since, f"argument {e.argument}={e.value!r} needs since={e.since}"
+                failed = f"at opset {oldest} ({why}), after the default opset {default} passed"
+        if check_model:
+            onnx.checker.check_model(older.model_proto, full_check=True)
+    except Exception as e:
+        raise AssertionError(f"export failed {failed}: {type(e).__name__}: {e}") from e
+    try:
+        # Compared with the model itself, not with the program it was captured as.
+        _verify(older, checks, atol, rtol, f"ONNX model differs from eager PyTorch {failed}", eager=result._eager)
+    except AssertionError:
+        raise
+    except Exception as e:  # e.g. onnxruntime has no kernel for a node at this opset
+        raise AssertionError(f"running the model failed {failed}: {type(e).__name__}: {e}") from e
+    record(older.report.contributions)
+
+
+#: Options of :func:`pt2onnx.export` about capturing or writing files, which an
+#: ``ExportedProgram`` exported again takes no part in.
+_CAPTURE_AND_FILE_OPTIONS = frozenset(
+    {"dynamic_shapes", "other_inputs", "strict", "fallback", "f", "report", "max_shard_bytes"}
+)
+
+
+def _for_a_program(export_options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in export_options.items() if k not in _CAPTURE_AND_FILE_OPTIONS}
+
+
+def _verify(
+    result: ExportResult,
+    checks: Sequence[Inputs],
+    atol: float | None,
+    rtol: float | None,
+    what: str,
+    eager: torch.nn.Module | None = None,
+) -> None:
+    for call_args, call_kwargs in checks:
+        check = result.verify(*call_args, _atol=atol, _rtol=rtol, _eager=eager, **call_kwargs)
+        if not check.ok:
+            raise AssertionError(f"{what}:\n{check}\ninputs: {_describe(call_args)}\nexport report:\n{result.report}")
 
 
 def record_proof(result: ExportResult) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["PROVEN_KINDS", "Proof", "collecting", "record", "registered", "unproven"]
+__all__ = ["PROVEN_KINDS", "Proof", "collecting", "record", "selected", "registered", "unproven"]
 
 #: ``(kind, name, function)``: a registration, as a test proves it.
 Proof = tuple[str, str, str]
@@ -28,18 +28,50 @@ _lock = threading.Lock()
 _current: set[Proof] | None = None
 
 
+class _Calls:
+    """The harness calls of one test (of the process, outside a test): how many, and the inputs selected."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.chosen: set[int] = set()
+
+
+_calls = _Calls()
+
+
 @contextmanager
 def collecting() -> Iterator[set[Proof]]:
-    """Collect what :func:`record` receives while the block runs (one test)."""
-    global _current
+    """Collect what :func:`record` receives while the block runs (one test); its harness calls start anew."""
+    global _current, _calls
     proofs: set[Proof] = set()
     with _lock:
         previous, _current = _current, proofs
+        previous_calls, _calls = _calls, _Calls()
     try:
         yield proofs
     finally:
         with _lock:
-            _current = previous
+            _current, _calls = previous, previous_calls
+
+
+def selected(digest: int, every: int) -> bool:
+    """Whether the harness call on inputs whose digest is ``digest`` is one of every ``every``.
+
+    The first call of the running test is, and so is each call whose digest is a multiple
+    of ``every`` or was selected before in this test, so that hypothesis, replaying a
+    failing example, meets the same check (a call number alone would differ on replay).
+    ``every`` 1 selects every call, 0 none. Outside a :func:`collecting` block, the calls
+    of the whole process count as one test.
+    """
+    with _lock:
+        first = _calls.count == 0
+        _calls.count += 1
+        if every <= 0:
+            return False
+        chosen = first or digest % every == 0 or digest in _calls.chosen
+        if chosen:
+            _calls.chosen.add(digest)
+        return chosen
 
 
 def record(contributions: Iterable[Any]) -> None:

@@ -156,3 +156,19 @@ def batched(op: Op, x: ir.Value, spatial: int, emit: Any) -> Any:
     if isinstance(out, tuple):
         return tuple(op.Squeeze(o, zero) for o in out)
     return op.Squeeze(out, zero)
+
+
+def is_inf(op: Op, x: ir.Value, **detect: int) -> ir.Value:
+    """``IsInf(x, **detect)``: before opset 20, whose ``IsInf`` takes only float and double,
+    16-bit floats are compared in float32, which holds their infinities and every finite value."""
+    if op.opset < 20 and x.dtype in (ir.DataType.FLOAT16, ir.DataType.BFLOAT16):
+        x = op.Cast(x, to=ir.DataType.FLOAT)
+    return op.IsInf(x, **detect)
+
+
+def is_nan(op: Op, x: ir.Value) -> ir.Value:
+    """``IsNaN(x)``: before opset 20, where onnxruntime has no bfloat16 kernel for it,
+    bfloat16 is tested in float32, which holds its NaNs and every other value."""
+    if op.opset < 20 and x.dtype == ir.DataType.BFLOAT16:
+        x = op.Cast(x, to=ir.DataType.FLOAT)
+    return op.IsNaN(x)

@@ -146,7 +146,7 @@ def reduce_over(
             "dim",
             "computed in the graph",
             f"{onnx_op} takes its axes as an attribute before opset 18 (target: {op.opset})",
-            hint="export with opset>=18",
+            since=18,
         )
     return emit(x, axes=known, keepdims=int(keepdims))
 

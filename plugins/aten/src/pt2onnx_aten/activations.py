@@ -55,8 +55,9 @@ def elu(op, self, alpha=1.0, scale=1.0, input_scale=1.0):
     return compute(op, elu_, [self], op.output_dtype, FLOATS)
 
 
-@converter("aten::gelu.default")
-def gelu(op, self, *, approximate="none"):
+@converter("aten::gelu.default", until=19)
+def gelu_before_20(op, self, *, approximate="none"):
+    """GELU as its formula: ONNX has ``Gelu`` from opset 20."""
     if approximate not in ("none", "tanh"):
         raise op.unsupported("approximate", approximate, "torch knows 'none' and 'tanh'")
     if approximate == "tanh":
@@ -67,13 +68,21 @@ def gelu(op, self, *, approximate="none"):
             return op.Mul(op.Mul(x, 0.5), op.Add(op.Tanh(inner), 1.0))
 
         return compute(op, gelu_, [self], op.output_dtype, FLOATS)
-    if op.opset >= 20:
-        return compute(op, op.Gelu, [self], op.output_dtype, FLOAT32_16)
 
     def gelu_erf(x):
         return op.Mul(op.Mul(x, 0.5), op.Add(op.Erf(op.Mul(x, math.sqrt(0.5))), 1.0))
 
     return compute(op, gelu_erf, [self], op.output_dtype, FLOAT32_16)
+
+
+@converter("aten::gelu.default", since=20)
+def gelu(op, self, *, approximate="none"):
+    """The exact GELU as one ``Gelu`` (opset 20). The tanh approximation stays its
+    formula here, as below 20: the rewrite ``fuse_gelu_tanh`` (pt2onnx-fusions) makes it
+    one ``Gelu(approximate="tanh")``, as it does for the formula a model writes by hand."""
+    if approximate != "none":
+        return gelu_before_20(op, self, approximate=approximate)
+    return compute(op, op.Gelu, [self], op.output_dtype, FLOAT32_16)
 
 
 @converter("aten::silu.default")

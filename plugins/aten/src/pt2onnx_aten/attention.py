@@ -20,7 +20,7 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOAT32_16, FLOATS, compute
+from ._common import FLOAT32_16, FLOATS, compute, is_nan
 from ._dims import reduce_over, shape_of
 
 D = ir.DataType
@@ -75,7 +75,7 @@ def _explicit(op, q, k, v, mask, is_causal, scale, nan_is_empty):
     # CPU flash kernel takes each row's max past NaN scores: a row of NaN and -inf is empty.
     empty = op.Equal(scores, neg_inf)
     if nan_is_empty:
-        empty = op.Or(empty, op.IsNaN(scores))
+        empty = op.Or(empty, is_nan(op, scores))
     masked_out = reduce_over(op, "ReduceMin", op.Cast(empty, to=D.UINT8), [-1], keepdims=1)
     weights = op.Where(op.Cast(masked_out, to=D.BOOL), op.constant(0.0, dtype), op.Softmax(scores, axis=-1))
     return op.MatMul(weights, v)
@@ -97,26 +97,43 @@ def _fits_flash_kernel(query, key, value):
     return q[-1] == k[-1] == v[-1] and q[0] == k[0] == v[0] and k[1] == v[1]
 
 
-@converter("aten::scaled_dot_product_attention.default")
-def scaled_dot_product_attention(
-    op, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
-):
+def _no_dropout(op, dropout_p):
     if dropout_p != 0:
         raise op.unsupported(
             "dropout_p", dropout_p, "attention dropout is random", hint="pass dropout_p=0.0 outside training"
         )
-    groups = _groups(op, query, key) if enable_gqa else 1
-    dtype = op.output_dtype
+
+
+@converter("aten::scaled_dot_product_attention.default", since=23)
+def scaled_dot_product_attention(
+    op, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
+):
+    """One ``Attention`` (opset 23) for 4-D float32/float16 inputs with a 2-D or 4-D mask or
+    none; anything else as before 23."""
+    _no_dropout(op, dropout_p)
     four_d = all(op.rank_of(v) == 4 for v in (query, key, value))
     mask_fits = attn_mask is None or op.rank_of(attn_mask) in (2, 4)
     # onnxruntime's Attention computes float64 in float32: float64 takes the explicit form.
-    if op.opset >= 23 and four_d and mask_fits and dtype in FLOAT32_16:
-        attrs = {"is_causal": int(is_causal)}
-        if scale is not None:
-            attrs["scale"] = float(scale)
-        inputs = [query, key, value] if attn_mask is None else [query, key, value, _mask_rows(op, attn_mask, query)]
-        return op.Attention(*inputs, **attrs)
+    if not (four_d and mask_fits and op.output_dtype in FLOAT32_16):
+        return scaled_dot_product_attention_before_23(
+            op, query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+        )
+    attrs = {"is_causal": int(is_causal)}
+    if scale is not None:
+        attrs["scale"] = float(scale)
+    inputs = [query, key, value] if attn_mask is None else [query, key, value, _mask_rows(op, attn_mask, query)]
+    return op.Attention(*inputs, **attrs)
 
+
+@converter("aten::scaled_dot_product_attention.default", until=22)
+def scaled_dot_product_attention_before_23(
+    op, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
+):
+    """MatMul, Softmax, MatMul: ONNX has ``Attention`` from opset 23."""
+    _no_dropout(op, dropout_p)
+    groups = _groups(op, query, key) if enable_gqa else 1
+    dtype = op.output_dtype
+    four_d = all(op.rank_of(v) == 4 for v in (query, key, value))
     bool_mask = attn_mask is not None and attn_mask.dtype == D.BOOL
     flash_kernel = attn_mask is None and four_d and _fits_flash_kernel(query, key, value)
 

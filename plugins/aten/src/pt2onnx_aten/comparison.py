@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, INTS, D, compute, operand_dtype
+from ._common import FLOATS, INTS, D, compute, is_inf, is_nan, operand_dtype
 
 _ORDERED = FLOATS | INTS
 _EQUAL = _ORDERED | {D.BOOL}
@@ -30,15 +30,15 @@ gt = converter("aten::gt.Tensor", "aten::gt.Scalar")(_comparison("Greater", _ORD
 ge = converter("aten::ge.Tensor", "aten::ge.Scalar")(_comparison("GreaterOrEqual", _ORDERED))
 
 
-def _float_test(onnx_op):
+def _float_test(test):
     def convert(op, self):
         if self.dtype not in FLOATS | {D.BFLOAT16}:
             # Integers and bools are never NaN or infinite: all False, in the input's shape.
             return op.Not(op.Equal(self, self))
-        return getattr(op, onnx_op)(self)
+        return test(op, self)
 
     return convert
 
 
-isnan = converter("aten::isnan.default")(_float_test("IsNaN"))
-isinf = converter("aten::isinf.default")(_float_test("IsInf"))
+isnan = converter("aten::isnan.default")(_float_test(is_nan))
+isinf = converter("aten::isinf.default")(_float_test(is_inf))

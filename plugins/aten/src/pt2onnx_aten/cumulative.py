@@ -18,7 +18,7 @@ import numpy as np
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, D, as_dtype, kernel_dtype, rank
+from ._common import FLOATS, D, as_dtype, is_inf, is_nan, kernel_dtype, rank
 from ._dims import reduce_over, shape_of
 
 _EXTREMES = FLOATS | {D.INT8, D.INT32, D.INT64, D.UINT8}
@@ -70,7 +70,7 @@ def _cumulative_extreme(op, self, dim, largest):
     hit = op.Equal(spread, best)
     if wide.is_floating_point():
         # A NaN wins from where it stands on, and the last NaN is the index.
-        nan = op.IsNaN(spread)
+        nan = is_nan(op, spread)
         nan_seen = op.Cast(
             reduce_over(op, "ReduceMax", op.Cast(op.And(mask, nan), to=D.UINT8), axes, keepdims=0), to=D.BOOL
         )
@@ -117,7 +117,7 @@ def logcumsumexp(op, self, dim):
     # log(sum(exp(x - m))) + m with m each prefix's max (0 where it is infinite, so that
     # an all -inf prefix gives -inf and a +inf one +inf, as in torch).
     peak = reduce_over(op, "ReduceMax", masked, axes, keepdims=1)
-    peak = op.Where(op.IsInf(peak), op.constant(0.0, wide), peak)
+    peak = op.Where(is_inf(op, peak), op.constant(0.0, wide), peak)
     total = op.ReduceSum(op.Exp(op.Sub(masked, peak)), axes, keepdims=1)
     result = op.Squeeze(op.Add(op.Log(total), peak), axes)
     return _back(op, as_dtype(op, result, out), back)

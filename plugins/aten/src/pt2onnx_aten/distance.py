@@ -6,7 +6,7 @@ import math
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, compute
+from ._common import FLOATS, compute, is_nan
 from ._dims import reduce_over, shape_of
 from .reductions import _extreme
 
@@ -21,13 +21,13 @@ def _norm(op, diff, p, axis, *, nan_max):
     axes = op.constant([axis])
     if p == 0:
         nonzero = op.Cast(op.Not(op.Equal(diff, op.constant(0.0, diff.dtype))), to=diff.dtype)
-        return op.ReduceSum(op.Where(op.IsNaN(diff), diff, nonzero), axes, keepdims=0)
+        return op.ReduceSum(op.Where(is_nan(op, diff), diff, nonzero), axes, keepdims=0)
     magnitude = op.Abs(diff)
     if math.isinf(p):
         if nan_max:
             return _extreme(op, "ReduceMax", magnitude, [axis], False)
         zero = op.constant(0.0, diff.dtype)
-        return reduce_over(op, "ReduceMax", op.Where(op.IsNaN(magnitude), zero, magnitude), axes, keepdims=0)
+        return reduce_over(op, "ReduceMax", op.Where(is_nan(op, magnitude), zero, magnitude), axes, keepdims=0)
     if p == 1:
         return op.ReduceSum(magnitude, axes, keepdims=0)
     if p == 2:

@@ -19,7 +19,7 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, INTS, NUMBERS, D, as_dtype, compute, promote, truncate
+from ._common import FLOATS, INTS, NUMBERS, D, as_dtype, compute, is_nan, promote, truncate
 
 _MINMAX = FLOATS | {D.INT8, D.INT32, D.INT64, D.UINT8}
 _POW = FLOATS | {D.INT32, D.INT64}
@@ -230,7 +230,7 @@ def _nan_propagating(op, onnx_op):
         if a.dtype not in FLOATS:
             return result
         # torch returns NaN when either side is NaN; a + b is NaN exactly then.
-        return op.Where(op.Or(op.IsNaN(a), op.IsNaN(b)), op.Add(a, b), result)
+        return op.Where(op.Or(is_nan(op, a), is_nan(op, b)), op.Add(a, b), result)
 
     return apply
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from pt2onnx.plugin import converter
 
-from ._common import D
+from ._common import D, is_inf
 
 _HALF = frozenset({D.FLOAT16, D.BFLOAT16})
 
@@ -43,7 +43,7 @@ def histc(op, self, bins=100, min=0, max=0):
     if dtype not in _HALF:
         # torch takes the edges from a linspace, whose step overflows to inf when the span does:
         # its edges are then NaN and no element is counted.
-        inside = op.And(inside, op.Not(op.IsInf(span)))
+        inside = op.And(inside, op.Not(is_inf(op, span)))
     scaled = rounded(op.Mul(rounded(op.Sub(x, lo)), op.constant(float(bins), wide)))
     position = rounded(op.Div(scaled, span))
     # Skipped elements (NaN, out of range) go to bin 0 with weight 0; the last bin takes ``hi``.

@@ -104,7 +104,7 @@ def index_put(op, self, indices, values, accumulate=False):
                 "accumulate",
                 True,
                 f"ONNX ScatterND adds duplicates up from opset 16 (target: {op.opset})",
-                hint="export with opset>=16",
+                since=16,
             )
         data = widen(op, adv.moved, "ScatterReduce")
         out = op.ScatterND(data, adv.coords, to_dtype(op, updates, data.dtype), reduction="add")
@@ -163,7 +163,7 @@ def nonzero(op, self):
 _SUM, _MEAN, _MAX = 0, 1, 2
 
 
-@converter("aten::_embedding_bag.default", "aten::_embedding_bag_forward_only.default")
+@converter("aten::_embedding_bag.default", "aten::_embedding_bag_forward_only.default", since=16)
 def embedding_bag(
     op,
     weight,
@@ -182,7 +182,8 @@ def embedding_bag(
     ``indices`` for the last bag, ``offsets[-1]`` with ``include_last_offset``). Each index
     gets its bag id from a CumSum over ones scattered at the bag starts; an index that
     torch skips (``padding_idx``, or past ``offsets[-1]``) goes to one extra bag, cut off at
-    the end. The rows are then scattered into the bags with ``reduction="add"``/``"max"``;
+    the end. The rows are then scattered into the bags with ``reduction="add"``/``"max"``
+    (ONNX's scatters reduce by add from opset 16, by max and min from 18);
     mean divides by the count, and an empty bag gives 0 in every mode.
 
     Offsets are non-decreasing, as torch documents, and with ``include_last_offset`` their
@@ -202,6 +203,10 @@ def embedding_bag(
     F.embedding_bag and nn.EmbeddingBag read only the first output: the others are pruned
     from the model unless it uses them.
     """
+    if mode == _MAX and op.opset < 18:
+        raise op.unsupported(
+            "mode", "max", f"ONNX ScatterND reduces by max from opset 18 (target: {op.opset})", since=18
+        )
     i64 = ir.DataType.INT64
     zero, one = op.constant(0, i64), op.constant(1, i64)
     indices = to_dtype(op, indices, i64)

@@ -280,18 +280,34 @@ def instance_norm(op, input, weight, bias, running_mean, running_var, use_input_
 # -- RMS norm ----------------------------------------------------------------------------
 
 
-@converter("aten::rms_norm.default")
+def _rms_eps(eps, stat):
+    """``eps``, or torch's default: the epsilon of the dtype it computes in (float32 for halves)."""
+    if eps is not None:
+        return eps
+    return torch.finfo(torch.float64 if stat == ir.DataType.DOUBLE else torch.float32).eps
+
+
+@converter("aten::rms_norm.default", since=23)
 def rms_norm(op, input, normalized_shape, weight=None, eps=None):
+    """One ``RMSNormalization`` (opset 23), which needs a weight; without one, as before 23.
+    bfloat16 too: onnxruntime has no bfloat16 RMSNormalization kernel, and the function it
+    falls back on multiplies in bfloat16, which it has no kernel for either."""
+    if weight is None or op.output_dtype == ir.DataType.BFLOAT16:
+        return rms_norm_before_23(op, input, normalized_shape, weight, eps)
+    stat = _stat_dtype(op.output_dtype)
+    return op.RMSNormalization(
+        input, weight, axis=-len(normalized_shape), epsilon=float(_rms_eps(eps, stat)), stash_type=int(stat)
+    )
+
+
+@converter("aten::rms_norm.default", until=22)
+def rms_norm_before_23(op, input, normalized_shape, weight=None, eps=None):
+    """The mean of squares, its reciprocal square root and the weight: ONNX has
+    ``RMSNormalization`` from opset 23."""
     dtype = op.output_dtype
     stat = _stat_dtype(dtype)
-    if eps is None:
-        # torch's default is the epsilon of the dtype it computes in (float32 for halves).
-        eps = torch.finfo(torch.float64 if stat == ir.DataType.DOUBLE else torch.float32).eps
+    eps = _rms_eps(eps, stat)
     axis = -len(normalized_shape)
-    # onnxruntime has no bfloat16 RMSNormalization kernel, and the function it falls back on
-    # multiplies in bfloat16, which it has no kernel for either.
-    if op.opset >= 23 and weight is not None and dtype != ir.DataType.BFLOAT16:
-        return op.RMSNormalization(input, weight, axis=axis, epsilon=float(eps), stash_type=int(stat))
     x = as_dtype(op, input, stat)
     mean_square = reduce_over(op, "ReduceMean", op.Mul(x, x), list(range(axis, 0)), keepdims=1)
     y = as_dtype(op, op.Mul(x, op.Reciprocal(op.Sqrt(op.Add(mean_square, op.constant(float(eps), stat))))), dtype)

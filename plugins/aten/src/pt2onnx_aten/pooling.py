@@ -6,7 +6,7 @@ import numpy as np
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOAT32_16, FLOATS, D, as_dtype, batched, compute, int_list, kernel_dtype
+from ._common import FLOAT32_16, FLOATS, D, as_dtype, batched, compute, int_list, is_inf, is_nan, kernel_dtype
 from ._dims import reduce_over, shape_of, size, static_dims
 
 
@@ -36,7 +36,7 @@ def _max_pool(op, x, attrs):
     """
     out = op.MaxPool(x, **attrs)
     zero, one, two = (op.constant(v, x.dtype) for v in (0.0, 1.0, 2.0))
-    code = op.Where(op.IsNaN(x), two, op.Where(op.IsInf(x, detect_positive=0), zero, one))
+    code = op.Where(is_nan(op, x), two, op.Where(is_inf(op, x, detect_positive=0), zero, one))
     window = op.MaxPool(code, **attrs)
     out = op.Where(op.Less(window, one), op.constant(float("-inf"), x.dtype), out)
     return op.Where(op.Greater(window, one), op.constant(float("nan"), x.dtype), out)
@@ -66,7 +66,7 @@ def max_pool_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=
         # as float64, else -1.
         count = op.ReduceProd(plane, keepdims=0)
         positions = op.Reshape(op.Range(op.constant(0), count, op.constant(1)), plane)
-        nan_at = op.Where(op.IsNaN(x), op.Cast(positions, to=D.DOUBLE), op.constant(-1.0, D.DOUBLE))
+        nan_at = op.Where(is_nan(op, x), op.Cast(positions, to=D.DOUBLE), op.constant(-1.0, D.DOUBLE))
         last_nan = op.MaxPool(nan_at, **attrs)
         has_nan = op.GreaterOrEqual(last_nan, op.constant(0.0, D.DOUBLE))
         out = op.Where(has_nan, op.constant(float("nan"), x.dtype), out)

@@ -14,6 +14,8 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
+from .logical import bits, from_bits
+
 _INT, _FLOAT, _BOOL = ir.DataType.INT64, ir.DataType.DOUBLE, ir.DataType.BOOL
 
 
@@ -120,13 +122,9 @@ def _logic(python_op, bool_op, int_op):
             return python_op(a, b)
         if all(isinstance(v, bool) or (isinstance(v, ir.Value) and v.dtype == _BOOL) for v in (a, b)):
             return getattr(op, bool_op)(_as(op, a, _BOOL), _as(op, b, _BOOL))
-        if op.opset < 18:
-            raise op.unsupported(
-                "a",
-                a,
-                f"ONNX has {int_op} for integers from opset 18 (target: {op.opset})",
-                hint="export with opset>=18",
-            )
+        if op.opset < 18:  # BitwiseAnd/Or are opset 18
+            x, y = _numbers(op, a, b, dtype=_INT)
+            return from_bits(op, getattr(op, bool_op)(bits(op, x), bits(op, y)), _INT)
         return getattr(op, int_op)(*_numbers(op, a, b, dtype=_INT))
 
     return convert

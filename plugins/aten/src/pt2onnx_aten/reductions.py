@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, INTS, D, as_dtype, axes, compute, rank
+from ._common import FLOATS, INTS, D, as_dtype, axes, compute, is_nan, rank
 from ._dims import reduce_over, shape_of
 
 _ACCUMULATE = frozenset({D.FLOAT, D.DOUBLE, D.INT32, D.INT64})
@@ -171,7 +171,7 @@ def _extreme(op, onnx_op, x, dims, keepdim):
         return result
     # torch propagates NaN; onnxruntime's ReduceMax/ReduceMin skip it.
     # (ReduceMax runs on bool from opset 20 only: count as uint8.)
-    has_nan = _reduce(op, "ReduceMax", op.Cast(op.IsNaN(x), to=D.UINT8), dims, keepdim)
+    has_nan = _reduce(op, "ReduceMax", op.Cast(is_nan(op, x), to=D.UINT8), dims, keepdim)
     return op.Where(op.Cast(has_nan, to=D.BOOL), op.constant(float("nan"), x.dtype), result)
 
 
@@ -214,7 +214,7 @@ def _arg(op, onnx_op, self, dim, keepdim):
         if v.dtype not in FLOATS:
             return index
         # torch points at the first NaN (onnxruntime's ArgMax/ArgMin skip NaN).
-        nan = op.Cast(op.IsNaN(v), to=D.UINT8)
+        nan = op.Cast(is_nan(op, v), to=D.UINT8)
         has_nan = op.Cast(reduce_over(op, "ReduceMax", nan, [axis], keepdims=int(keep)), to=D.BOOL)
         return op.Where(has_nan, op.ArgMax(nan, axis=axis, keepdims=int(keep)), index)
 

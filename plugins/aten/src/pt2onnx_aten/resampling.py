@@ -278,9 +278,7 @@ def grid_sampler(op, input, grid, interpolation_mode, padding_mode, align_corner
     """ONNX has ``GridSample`` from opset 16 (below it, an export re-traces the program with
     torch's decomposition of grid_sampler_2d: gathers of every corner)."""
     if op.rank_of(input) != 4 and op.opset < 20:
-        raise op.unsupported(
-            "input", "5-D", "GridSample samples volumes from opset 20 on", hint="export with opset>=20"
-        )
+        raise op.unsupported("input", "5-D", "GridSample samples volumes from opset 20 on", since=20)
     # GridSample-20 renamed the modes.
     modes = ("linear", "nearest", "cubic") if op.opset >= 20 else ("bilinear", "nearest", "bicubic")
     attrs = {

@@ -11,6 +11,7 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
+from ._common import is_nan
 from ._dims import INT64_MAX, expand_to, ints, normalize_dim, one_d, scalar_of, size, to_dtype, widen
 
 
@@ -85,7 +86,7 @@ def scatter_reduce(op, self, dim, index, src, reduce, *, include_self=True):
             "reduce",
             reduce,
             f"ONNX ScatterElements reduces by max/min from opset 18 (target: {op.opset})",
-            hint="export with opset>=18",
+            since=18,
         )
     axis = _axis(op, self, dim)
     updates = to_dtype(op, _updates(op, src, index, axis), self.dtype)
@@ -118,11 +119,11 @@ def _with_nans(op, data, axis, index, updates, reduced):
     update scattered there holds NaN (onnxruntime's max/min reduction may drop a NaN,
     depending on the order it meets it)."""
     f32 = ir.DataType.FLOAT
-    flags = op.Cast(op.IsNaN(updates), to=f32)
+    flags = op.Cast(is_nan(op, updates), to=f32)
     zeros = expand_to(op, op.constant(0.0, f32), op.Shape(data))
     nan_update = op.Cast(_scatter(op, zeros, axis, index, flags, "max"), to=ir.DataType.BOOL)
     wide = widen(op, reduced, "Where")
-    out = op.Where(op.Or(op.IsNaN(data), nan_update), op.constant(float("nan"), wide.dtype), wide)
+    out = op.Where(op.Or(is_nan(op, data), nan_update), op.constant(float("nan"), wide.dtype), wide)
     return to_dtype(op, out, data.dtype)
 
 

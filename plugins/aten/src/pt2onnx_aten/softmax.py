@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, compute, rank
+from ._common import FLOATS, compute, is_inf, is_nan, rank
 from ._dims import reduce_over
 
 
@@ -23,8 +23,8 @@ def _along(op, onnx_op, self, dim):
             # torch: a slice holding +inf or NaN is NaN throughout (inf - inf, NaN - NaN);
             # onnxruntime's LogSoftmax gives NaN there only and finite or -inf elsewhere.
             top = reduce_over(op, "ReduceMax", x, [dim], keepdims=1)
-            nan_in = reduce_over(op, "ReduceMax", op.Cast(op.IsNaN(x), to=x.dtype), [dim], keepdims=1)
-            poisoned = op.Or(op.IsInf(top, detect_negative=0), op.Greater(nan_in, op.constant(0.0, x.dtype)))
+            nan_in = reduce_over(op, "ReduceMax", op.Cast(is_nan(op, x), to=x.dtype), [dim], keepdims=1)
+            poisoned = op.Or(is_inf(op, top, detect_negative=0), op.Greater(nan_in, op.constant(0.0, x.dtype)))
             result = op.Where(poisoned, op.constant(float("nan"), x.dtype), result)
         return result
 

@@ -11,7 +11,7 @@ import math
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOAT32_16, FLOATS, INTS, D, compute
+from ._common import FLOAT32_16, FLOATS, INTS, D, compute, is_inf, is_nan
 
 _LN2 = math.log(2.0)
 
@@ -27,7 +27,7 @@ def exp2(op, self):
 
 
 def _any_nan(op, a, b):
-    return op.Or(op.IsNaN(a), op.IsNaN(b))
+    return op.Or(is_nan(op, a), is_nan(op, b))
 
 
 @converter("aten::hypot.default")
@@ -40,7 +40,7 @@ def hypot(op, self, other):
         ratio = op.Where(op.Equal(big, zero), zero, op.Div(small, big))
         result = op.Mul(big, op.Sqrt(op.Add(op.constant(1.0, a.dtype), op.Mul(ratio, ratio))))
         result = op.Where(_any_nan(op, a, b), op.constant(math.nan, a.dtype), result)
-        return op.Where(op.Or(op.IsInf(a), op.IsInf(b)), op.constant(math.inf, a.dtype), result)
+        return op.Where(op.Or(is_inf(op, a), is_inf(op, b)), op.constant(math.inf, a.dtype), result)
 
     return compute(op, hypot_, [self, other], op.output_dtype, FLOATS)
 
@@ -53,7 +53,7 @@ def _log_add_exp(base_log):
             gap = op.Neg(op.Abs(op.Sub(a, b)))
             base = op.constant(math.exp(base_log), a.dtype)
             result = op.Add(big, op.Div(op.Log(op.Add(op.constant(1.0, a.dtype), op.Pow(base, gap))), base_log))
-            result = op.Where(op.And(op.Equal(a, b), op.IsInf(a)), a, result)
+            result = op.Where(op.And(op.Equal(a, b), is_inf(op, a)), a, result)
             return op.Where(_any_nan(op, a, b), op.constant(math.nan, a.dtype), result)
 
         return compute(op, log_add, [self, other], op.output_dtype, FLOATS)

@@ -11,7 +11,7 @@ import math
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, D, as_dtype, axes, compute, kernel_dtype, rank
+from ._common import FLOATS, D, as_dtype, axes, compute, is_nan, kernel_dtype, rank
 from ._dims import reduce_over, shape_of
 
 _EXTREMES = FLOATS | {D.INT8, D.INT32, D.INT64, D.UINT8}
@@ -22,7 +22,7 @@ def _with_nan(op, x, reduced, axes_value, keepdims):
     """``reduced``, NaN wherever the values it reduced held a NaN."""
     if x.dtype not in FLOATS:
         return reduced
-    flags = op.Cast(op.IsNaN(x), to=D.UINT8)
+    flags = op.Cast(is_nan(op, x), to=D.UINT8)
     found = reduce_over(op, "ReduceMax", flags, axes_value, keepdims=keepdims)
     return op.Where(op.Cast(found, to=D.BOOL), op.constant(math.nan, x.dtype), reduced)
 
@@ -94,13 +94,13 @@ def _lower_median(op, x, axis, keepdim):
     finite = v
     if wide.is_floating_point():
         # TopK orders NaN as it likes: sort them as +inf, then put NaN back where there was one.
-        finite = op.Where(op.IsNaN(v), op.constant(math.inf, wide), v)
+        finite = op.Where(is_nan(op, v), op.constant(math.inf, wide), v)
     values, indices = op.TopK(finite, k, axis=axis, largest=0, sorted=1, _outputs=2)
     last = op.Sub(k, 1)
     value = op.Gather(values, op.Squeeze(last, op.constant([0])), axis=axis)
     index = op.Gather(indices, op.Squeeze(last, op.constant([0])), axis=axis)
     if wide.is_floating_point():
-        nan = op.IsNaN(v)
+        nan = is_nan(op, v)
         has_nan = op.Cast(reduce_over(op, "ReduceMax", op.Cast(nan, to=D.UINT8), [axis], keepdims=0), to=D.BOOL)
         first_nan = op.ArgMax(op.Cast(nan, to=D.UINT8), axis=axis, keepdims=0, select_last_index=0)
         value = op.Where(has_nan, op.constant(math.nan, wide), value)

@@ -11,7 +11,7 @@ import math
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOAT32_16, FLOATS, INTS, NUMBERS, D, compute, truncate
+from ._common import FLOAT32_16, FLOATS, INTS, NUMBERS, D, compute, is_inf, is_nan, truncate
 
 
 def _float_function(onnx_op, supported):
@@ -147,7 +147,7 @@ def atan2(op, self, other):
         y_negative, x_negative = _sign_bit(op, y), _sign_bit(op, x)
         # inf / inf and 0 / 0 are NaN. With both infinite only the signs matter (atan2(inf,
         # -inf) = 3pi/4); with both zero, x's sign picks the half plane (atan2(0, -0) = pi).
-        both_inf = op.And(op.IsInf(x), op.IsInf(y))
+        both_inf = op.And(is_inf(op, x), is_inf(op, y))
         both_zero = op.And(op.Equal(x, zero), op.Equal(y, zero))
         sign_x = op.Where(x_negative, op.Neg(one), one)
         y = op.Where(both_inf, op.Where(y_negative, op.Neg(one), one), y)
@@ -157,6 +157,6 @@ def atan2(op, self, other):
         on_axis = op.Where(y_negative, op.Neg(half_pi), half_pi)
         angle = op.Where(op.Greater(x, zero), base, op.Where(op.Less(x, zero), left, on_axis))
         # A NaN x fails both comparisons and would land on the axis: NaN in, NaN out (x + y).
-        return op.Where(op.Or(op.IsNaN(x), op.IsNaN(y)), op.Add(x, y), angle)
+        return op.Where(op.Or(is_nan(op, x), is_nan(op, y)), op.Add(x, y), angle)
 
     return compute(op, atan2_, [self, other], op.output_dtype, FLOAT32_16)
