@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 import warnings
@@ -35,7 +36,10 @@ def _pt2onnx_check(module, tensors, atol):
 
 
 def run_op(name: str, dtypes: list[str] | None, samples: int | None) -> dict[str, list]:
-    """``{dtype: [kind, detail, converted ops]}`` for one op."""
+    """``{dtype: [kind, detail, converted ops]}`` for one op, at the default opset only (as the test)."""
+    from pt2onnx.testing import OLDEST_OPSET_EVERY_ENV
+
+    os.environ[OLDEST_OPSET_EVERY_ENV] = "0"
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING)
     torch.set_num_threads(1)

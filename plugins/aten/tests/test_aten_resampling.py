@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_modules import Variadic as Call
+from pt2onnx import export
 from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
@@ -176,3 +177,11 @@ def test_col2im(data, dtype, batched):
     x = data.draw(tensors(((2,) if batched else ()) + (c * kernel[0] * kernel[1], blocks), dtype, **INTERPOLATED))
     model = Call(lambda x: F.fold(x, size, kernel, dilation, padding, stride))
     _check(model, (x,), "aten::col2im")
+
+
+def test_grid_sample_in_float64_below_opset_20_names_the_opset_that_runs_it():
+    x, grid = torch.randn(1, 1, 3, 3, dtype=torch.float64), torch.rand(1, 2, 2, 2, dtype=torch.float64) * 2 - 1
+    model = Call(lambda x, g: F.grid_sample(x, g, align_corners=False))
+    with pytest.raises(UnsupportedArgumentError, match="opset>=20"):
+        export(model, (x, grid), opset=16)
+    _check(model, (x, grid), "aten::grid_sampler", opset=20)

@@ -39,7 +39,7 @@ What each guarantee rests on (the tests that prove it):
 from __future__ import annotations
 
 from ..runtime import TOLERANCES
-from .harness import assert_exports_like_eager, other_sizes, record_proof
+from .harness import OLDEST_OPSET_EVERY_ENV, assert_exports_like_eager, other_sizes, record_proof
 from .strategies import (
     ALL_DTYPES,
     EDGE_KINDS,
@@ -57,6 +57,7 @@ __all__ = [
     "EDGE_KINDS",
     "FLOAT_DTYPES",
     "INT_DTYPES",
+    "OLDEST_OPSET_EVERY_ENV",
     "TOLERANCES",
     "assert_exports_like_eager",
     "broadcast_shapes",

@@ -286,9 +286,11 @@ def grid_sampler(op, input, grid, interpolation_mode, padding_mode, align_corner
         "padding_mode": _PADDING[padding_mode],
         "align_corners": int(align_corners),
     }
-    # torch samples float16 in float32 (a coordinate rounded to float16 may pick another
-    # pixel); GridSample-16 has no float64 kernel.
-    kernels = frozenset({D.FLOAT, D.DOUBLE} if op.opset >= 20 else {D.FLOAT})
+    # GridSample-16 has no float64 kernel in onnxruntime, and float32 would round the input.
+    if op.output_dtype == D.DOUBLE and op.opset < 20:
+        raise op.unsupported("input", "float64", "onnxruntime runs GridSample in float64 from opset 20 on", since=20)
+    # torch samples float16 in float32 (a coordinate rounded to float16 may pick another pixel).
+    kernels = frozenset({D.FLOAT, D.DOUBLE})
     return compute(op, lambda x, g: op.GridSample(x, g, **attrs), [input, grid], op.output_dtype, kernels)
 
 
