@@ -126,3 +126,15 @@ def test_rows_of_nan_scores_follow_the_kernel_torch_picks(inputs, masking):
         q = torch.cat([q, q.flip(2)])
     mask = torch.zeros(3, 3) if masking == "float" else None
     assert_exports_like_eager(Attend(mask, is_causal=masking == "causal"), (q, k, v), opset=18)
+
+
+@pytest.mark.parametrize("rank", [3, 4])
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_a_key_is_causal_masks_out_follows_the_kernel_torch_picks(rank, value):
+    # torch's flash kernel overwrites the positions is_causal masks with -inf (a NaN or inf key
+    # there changes nothing); its math kernel adds -inf (NaN for the row).
+    q, k, v = torch.randn(1, 1, 2, 2), torch.randn(1, 1, 3, 2), torch.randn(1, 1, 3, 2)
+    k[..., 2, 0] = value
+    if rank == 3:
+        q, k, v = q[0], k[0], v[0]
+    assert_exports_like_eager(Attend(None, is_causal=True), (q, k, v), opset=18)

@@ -59,22 +59,27 @@ def _scale(op, query, scale, dtype):
     return op.Reciprocal(op.Sqrt(op.Cast(shape_of(op, query, start=-1), to=dtype)))
 
 
-def _explicit(op, q, k, v, mask, is_causal, scale, nan_is_empty):
+def _explicit(op, q, k, v, mask, is_causal, scale, flash_kernel):
+    """The scores, masked, softmaxed and applied to v, as the CPU kernel torch picks computes
+    them: ``flash_kernel`` for its flash kernel (4-D, one batch and head size, no mask)."""
     dtype = q.dtype
     rank = op.rank_of(k)
     perm = [*range(rank - 2), rank - 1, rank - 2]
     scores = op.Mul(op.MatMul(q, op.Transpose(k, perm=perm)), _scale(op, q, scale, dtype))
     neg_inf = op.constant(float("-inf"), dtype)
-    # torch adds masks: a bool mask (and is_causal) as 0 / -inf, so an infinite score at a
-    # masked position is NaN (inf - inf), not -inf.
+    # torch's math kernel adds masks: a bool mask (and is_causal) as 0 / -inf, so an infinite
+    # or NaN score at a masked position is NaN, not -inf. Its flash kernel overwrites the
+    # positions is_causal masks with -inf instead.
     if mask is not None:
         scores = op.Add(scores, op.Where(mask, op.constant(0.0, dtype), neg_inf) if mask.dtype == D.BOOL else mask)
-    if is_causal:
+    if is_causal and flash_kernel:
+        scores = op.Where(_causal(op, q, k), scores, neg_inf)
+    elif is_causal:
         scores = op.Add(scores, op.Where(_causal(op, q, k), op.constant(0.0, dtype), neg_inf))
     # torch's _safe_softmax: a row of -inf scores attends to nothing (zeros, not NaN). Its
     # CPU flash kernel takes each row's max past NaN scores: a row of NaN and -inf is empty.
     empty = op.Equal(scores, neg_inf)
-    if nan_is_empty:
+    if flash_kernel:
         empty = op.Or(empty, is_nan(op, scores))
     masked_out = reduce_over(op, "ReduceMin", op.Cast(empty, to=D.UINT8), [-1], keepdims=1)
     weights = op.Where(op.Cast(masked_out, to=D.BOOL), op.constant(0.0, dtype), op.Softmax(scores, axis=-1))
