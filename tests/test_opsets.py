@@ -359,6 +359,18 @@ def test_which_calls_of_a_test_check_the_oldest_opset_too(monkeypatch, every, ch
         assert plugin.opsets == ([default_opset(), MIN_OPSET] if expected else [default_opset()])
 
 
+def test_which_calls_check_the_oldest_opset_depends_on_values_not_memory_layout(monkeypatch):
+    # A size-1 dim may carry any stride (hypothesis's index tensors do); the choice must
+    # neither fail on it nor differ from the same values laid out densely.
+    monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "1000003")
+    dense = torch.tensor([[-1.0]])
+    strided = torch.tensor([[-1.0, 5.0]]).as_strided((1, 1), (2, 2))
+    for x in [dense, strided]:
+        plugin = OpsetsSeen()
+        assert_exports_like_eager(ReluNet(), (x,), plugins=[plugin])
+        assert plugin.opsets == [default_opset(), MIN_OPSET]
+
+
 def test_hypothesis_replaying_a_failing_example_meets_the_same_check(monkeypatch):
     # The first example fails at opset 14; shrinking tries others, which are not checked
     # there, and the replay of the failing one must be, or hypothesis reports it as flaky.

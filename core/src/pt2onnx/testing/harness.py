@@ -151,7 +151,9 @@ def _digest(model: Any, checks: Sequence[Inputs]) -> int:
             h.update(f"{leaf.dtype}{tuple(leaf.shape)}".encode())
             t = leaf.detach().cpu()
             t = torch.view_as_real(t) if t.is_complex() else t
-            h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+            # A fresh buffer: contiguous() keeps the strides of size-1 dims, which view() refuses.
+            dense = torch.empty(t.shape, dtype=t.dtype).copy_(t).reshape(-1)
+            h.update(dense.view(torch.uint8).numpy().tobytes())
         else:
             h.update(repr(leaf).encode())
     return int.from_bytes(h.digest(), "little")
