@@ -20,8 +20,8 @@ from torch._export.db.examples import all_examples
 import pt2onnx
 from pt2onnx.cli import main
 from pt2onnx.errors import OptionError, PluginConflictError, PluginError, UnsupportedOpsError
-from pt2onnx.opset import MIN_OPSET, default_opset
-from pt2onnx.plugin import ConverterRegistrar, CustomOpRegistrar, converter, hookimpl
+from pt2onnx.opset import KEPT_KERNELS, MIN_OPSET, default_opset, newest_opset
+from pt2onnx.plugin import ConverterRegistrar, CustomOpRegistrar, converter, hookimpl, onnxruntime_has_kernel
 from pt2onnx.testing import assert_exports_like_eager
 from pt2onnx.testing.harness import OLDEST_OPSET_EVERY_ENV
 from test_exportdb import _second_input
@@ -219,6 +219,30 @@ def test_check_opset_accepts_14_to_the_newest_onnx_knows():
     assert pt2onnx.export(ReluNet(), (torch.randn(2),), opset=14).model.opset_imports[""] == 14
     with pytest.raises(OptionError, match=r"opset=13 is not supported: pt2onnx exports opsets 14 to \d+"):
         pt2onnx.export(ReluNet(), (torch.randn(2),), opset=13)
+
+
+@pytest.mark.parametrize(
+    ("op_type", "opset", "kernel"),
+    # Identity and Gelu have kernels; Swish and CastLike are run as their function bodies.
+    [("Identity", 14, True), ("Gelu", 20, True), ("Swish", 24, False), ("CastLike", 21, False)],
+)
+def test_onnxruntime_has_kernel_tells_a_kernel_from_a_function_body(op_type, opset, kernel):
+    assert onnxruntime_has_kernel(op_type, opset) is kernel
+
+
+def test_an_opset_onnxruntime_does_not_know_has_no_kernel():
+    assert onnxruntime_has_kernel("Identity", newest_opset()) and not onnxruntime_has_kernel("Identity", 10_000)
+
+
+def test_the_default_opset_is_the_newest_that_keeps_onnxruntimes_attention_kernel():
+    # onnxruntime 1.32 has kernels for Attention-23 and -24, none for Attention-25: a Llama
+    # exported at 25+ runs the explicit form, 1.1-1.3x slower (benchmarks/results/attention_forms.md).
+    default = default_opset()
+    assert KEPT_KERNELS == ("Attention",)
+    assert MIN_OPSET <= default <= newest_opset()
+    assert onnxruntime_has_kernel("Attention", default)
+    assert not any(onnxruntime_has_kernel("Attention", v) for v in range(default + 1, newest_opset() + 1))
+    assert pt2onnx.export(ReluNet(), (torch.randn(2),)).model.opset_imports[""] == default
 
 
 def test_the_harness_exports_at_the_opset_it_is_given():
@@ -463,9 +487,9 @@ def test_a_rewrite_registered_for_newer_opsets_is_off_and_the_report_says_why():
     assert named.verify(x).ok
 
 
-# -- the benchmark's models and the ExportDB examples at 14, 17 and the default ----------
+# -- the benchmark's models and the ExportDB examples at 14, 17, the default and the newest --
 
-OPSETS = [14, 17, None]
+OPSETS = [14, 17, None, *([newest_opset()] if newest_opset() != default_opset() else [])]
 
 
 def _benchmark_models() -> Any:

@@ -457,7 +457,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     ops.add_argument("--coverage", action="store_true", help="coverage of the Core ATen opset")
     ops.add_argument("--json", action="store_true", help="print JSON instead of text")
     ops.add_argument(
-        "--opset", type=int, default=None, help="resolve for this target opset (default: the newest onnxruntime runs)"
+        "--opset",
+        type=int,
+        default=None,
+        help="resolve for this target opset (default: the newest onnxruntime runs at full speed)",
     )
     exp = sub.add_parser(
         "export",
@@ -476,7 +479,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="make an input's axis dynamic, named DIM (default NAME_dimAXIS); inputs sharing a DIM "
         "have equal sizes (repeatable)",
     )
-    exp.add_argument("--opset", type=int, default=None, help="target ONNX opset (default: the newest onnxruntime runs)")
+    exp.add_argument(
+        "--opset", type=int, default=None, help="target ONNX opset (default: the newest onnxruntime runs at full speed)"
+    )
     mode = exp.add_mutually_exclusive_group()
     mode.add_argument("--strict", dest="strict", action="store_const", const=True, help="capture with strict=True")
     mode.add_argument(

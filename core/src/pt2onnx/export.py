@@ -116,7 +116,8 @@ def export(
         other_inputs: further examples as ``(args, kwargs)`` pairs; without ``dynamic_shapes``,
             exactly the dims that differ between the examples are dynamic.
         strict: capture with TorchDynamo (``True``) or by tracing Python (``False``).
-        opset: target ONNX opset; default: the newest the installed onnxruntime runs.
+        opset: target ONNX opset; default: :func:`pt2onnx.opset.default_opset`, the newest
+            the installed onnxruntime runs with its own kernels.
         plugins: the highest plugin layer: modules, module names or plugin objects.
         disable: plugin names to block (as ``-p no:NAME`` on the command line).
         optimize: ``True``/``False``, a list of pass names, or ``{name: bool}``.

@@ -33,6 +33,7 @@ from __future__ import annotations
 from .errors import ConversionError, UnsupportedArgumentError
 from .hookspecs import hookimpl
 from .op import Op
+from .opset import onnxruntime_has_kernel
 from .registration import (
     ConverterRegistrar,
     CustomOpRegistrar,
@@ -59,4 +60,5 @@ __all__ = [
     "converter",
     "hookimpl",
     "lowering",
+    "onnxruntime_has_kernel",
 ]

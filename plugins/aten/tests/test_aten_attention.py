@@ -1,4 +1,5 @@
-"""scaled_dot_product_attention against eager, in both forms (ONNX Attention at opset 26, MatMul/Softmax at 18)."""
+"""scaled_dot_product_attention against eager, in both forms: ONNX Attention at opset 24,
+MatMul/Softmax below 23 and where onnxruntime has no Attention kernel (1.32: Attention-25)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pt2onnx.errors import UnsupportedArgumentError
+from pt2onnx.plugin import onnxruntime_has_kernel
 from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
 ATOL = {torch.float16: 2e-2, torch.bfloat16: 1e-1}
@@ -36,15 +38,22 @@ def _values(dtype, infinities=True):
     return {"low": -bound, "high": bound, "edge_values": edges}
 
 
+def _attention_op(opset, rank, dtype):
+    """Whether the export takes ONNX Attention: 4-D float32/float16 inputs, at an opset where
+    onnxruntime has a kernel for it."""
+    fits = rank == 4 and dtype in (torch.float32, torch.float16)
+    return fits and opset >= 23 and onnxruntime_has_kernel("Attention", opset)
+
+
 @st.composite
 def attention_cases(draw):
     dtype = draw(dtypes(("float32", "float16", "float64", "bfloat16")))
-    opset = draw(st.sampled_from([14, 26]))
+    opset = draw(st.sampled_from([14, 24, 28]))
     batch = [draw(st.integers(1, 2)) for _ in range(draw(st.integers(0, 2)))]
     # onnxruntime's Attention gives NaN where a row's scores are -inf from infinite queries
     # or keys, or NaN from a NaN query (torch: zeros, its safe softmax); rows masked out by
-    # the mask are zeros in both. The explicit form (below opset 23) matches torch there.
-    fused = opset >= 23 and len(batch) == 2 and dtype in (torch.float32, torch.float16)
+    # the mask are zeros in both. The explicit form matches torch there.
+    fused = _attention_op(opset, len(batch) + 2, dtype)
     gqa = len(batch) == 2 and draw(st.booleans())
     kv_heads = batch[-1] if batch else 1
     q_heads = kv_heads * (draw(st.integers(1, 3)) if gqa else 1)
@@ -80,7 +89,7 @@ def test_scaled_dot_product_attention(case):
         expect_ops=["aten::scaled_dot_product_attention"],
     )
     used_attention = any(n.op_type == "Attention" for n in result.model.graph)
-    assert used_attention == (opset >= 23 and q.dim() == 4 and q.dtype in (torch.float32, torch.float16))
+    assert used_attention == _attention_op(opset, q.dim(), q.dtype)
 
 
 def test_attention_dynamic_batch_and_sequence():
@@ -88,7 +97,7 @@ def test_attention_dynamic_batch_and_sequence():
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
     dynamic = ({0: batch, 2: seq}, {0: batch}, {0: batch})
     other = [((torch.randn(3, 3, 2, 4), torch.randn(3, 3, 6, 4), torch.randn(3, 3, 6, 4)), {})]
-    for opset in (18, 26):
+    for opset in (18, 24):
         assert_exports_like_eager(
             Attend(None, is_causal=True), (q, k, v), dynamic_shapes=dynamic, other_inputs=other, opset=opset
         )
@@ -108,7 +117,7 @@ def test_rows_masked_out_entirely_attend_to_nothing():
         torch.tensor([[True, False], [False, False], [True, True]]),
         torch.tensor([[0, ninf], [ninf, ninf], [0, 1]]),
     ):
-        for opset in (18, 26):
+        for opset in (18, 24):
             assert_exports_like_eager(Attend(mask), (q, k, v), opset=opset)
 
 

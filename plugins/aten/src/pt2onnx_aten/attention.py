@@ -1,4 +1,10 @@
-"""scaled_dot_product_attention: ONNX Attention (opset 23) where it matches, else MatMul/Softmax.
+"""scaled_dot_product_attention: ONNX Attention (opset 23) where it matches and onnxruntime has
+a kernel for it, else MatMul/Softmax.
+
+onnxruntime (1.32) has CPU kernels for Attention-23 and -24 only: at opset 25 and above it
+runs the op's function body (59 nodes per Attention), slower than the explicit form below
+(benchmarks/results/attention_forms.md); the converter asks the installed onnxruntime, and
+pt2onnx's default opset is one with the kernel.
 
 Both forms mask as torch does: a bool mask keeps True positions (torch adds 0 or -inf, so
 an infinite score at a masked position is NaN), a float mask is added to the scores, ``is_causal`` keeps key j for query i when j <= i (top-left aligned). A query
@@ -18,7 +24,7 @@ import math
 
 import onnx_ir as ir
 
-from pt2onnx.plugin import converter
+from pt2onnx.plugin import converter, onnxruntime_has_kernel
 
 from ._common import FLOAT32_16, FLOATS, compute, is_nan
 from ._dims import reduce_over, shape_of
@@ -114,12 +120,13 @@ def scaled_dot_product_attention(
     op, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
 ):
     """One ``Attention`` (opset 23) for 4-D float32/float16 inputs with a 2-D or 4-D mask or
-    none; anything else as before 23."""
+    none, where onnxruntime has a kernel for it; anything else as before 23."""
     _no_dropout(op, dropout_p)
     four_d = all(op.rank_of(v) == 4 for v in (query, key, value))
     mask_fits = attn_mask is None or op.rank_of(attn_mask) in (2, 4)
     # onnxruntime's Attention computes float64 in float32: float64 takes the explicit form.
-    if not (four_d and mask_fits and op.output_dtype in FLOAT32_16):
+    fits = four_d and mask_fits and op.output_dtype in FLOAT32_16
+    if not (fits and onnxruntime_has_kernel("Attention", op.opset)):
         return scaled_dot_product_attention_before_23(
             op, query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
