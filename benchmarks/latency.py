@@ -5,9 +5,10 @@
 
 Every file gets a session with the same options (``T`` intra-op threads, one inter-op
 thread, ``ORT_ENABLE_ALL``). For each input shape, 3 warm-up rounds, then ``N`` timed
-rounds; a round runs every session once, in an order rotated from round to round, so
-drifting machine load hits every exporter alike and none always runs first. The model's
-example inputs are timed with eager PyTorch (``T`` threads) in the rounds too. With
+rounds; a round runs every session once, in an order shuffled from round to round (seeded),
+so drifting machine load hits every exporter alike and none always runs first or after
+the same one. Eager PyTorch (``T`` threads) is timed on the example inputs in rounds of its
+own, after: a session run right after eager's ran up to 2x slower on small models. With
 ``--seq``, models with a dynamic sequence length are also timed at batch ``--batch`` and
 each length (eager left out); a file whose sequence dimension was exported static is named
 in ``static`` and not timed there. Writes every round's time, per shape and exporter, as
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 import traceback
@@ -64,9 +66,12 @@ def interleaved(contestants: dict[str, Callable[[], Any]], runs: int) -> dict[st
     """Each contestant's time in every one of ``runs`` rounds (after ``WARMUP`` untimed ones)."""
     names = list(contestants)
     times: dict[str, list[float]] = {n: [] for n in names}
+    order = random.Random(0)
     for round_ in range(WARMUP + runs):
-        shift = round_ % len(names)
-        for name in names[shift:] + names[:shift]:
+        # Shuffled, not rotated: a rotation keeps who runs after whom, and what ran just
+        # before (eager torch, a larger model) can slow the next run down.
+        order.shuffle(names)
+        for name in names:
             start = time.perf_counter()
             contestants[name]()
             if round_ >= WARMUP:
@@ -94,9 +99,8 @@ def measure(model: str, files: dict[str, Path], runs: int, threads: int, seqs: l
             return case.model(**case.inputs)
 
     example = {e: runner(s, case.inputs) for e, s in sessions.items()}
-    shapes = [
-        {"label": "example", "inputs": _shapes(case.inputs), "times": interleaved({**example, EAGER: eager}, runs)}
-    ]
+    times = interleaved(example, runs) | interleaved({EAGER: eager}, runs)
+    shapes = [{"label": "example", "inputs": _shapes(case.inputs), "times": times}]
     result: dict[str, Any] = {"threads": threads, "shapes": shapes, "static": {}, "errors": {}}
     if not seqs:
         return result

@@ -411,8 +411,8 @@ def markdown(data: dict[str, Any]) -> str:
         "VmRSS before.",
         f"- onnxruntime latency: per model one process loads every exporter's model (CPU provider, "
         f"{data['threads']} intra-op thread(s), 1 inter-op, ORT_ENABLE_ALL; eager torch at {data['threads']} "
-        f"thread(s) on the example inputs) and times them in {data['runs']} interleaved rounds after 3 warm-up "
-        "rounds, the order rotated each round. ms: median over rounds. Ratio: median / median, with its "
+        f"thread(s) on the example inputs, in rounds of its own) and times them in {data['runs']} interleaved "
+        "rounds after 3 warm-up rounds, the order shuffled each round. ms: median over rounds. Ratio: median / median, with its "
         f"{high - low:.0f}% bootstrap interval over rounds ({RESAMPLES} resamples of whole rounds).",
         f"- Sequence sweep: batch {data['batch']}, lengths {data['seq'] or 'none'}, for models with a dynamic "
         "sequence length.",

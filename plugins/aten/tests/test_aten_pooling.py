@@ -132,3 +132,23 @@ def test_pooling_at_opset_14():
         torch.nn.AdaptiveAvgPool2d(3),
     )
     assert_exports_like_eager(model, (torch.randn(2, 3, 13, 11),), opset=14)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_max_pool_takes_the_exact_branch_for_every_input_that_needs_it(dtype):
+    # One export; inputs whose sum is finite pool once, the others (a NaN, a window of only
+    # -inf, a -inf beside +inf, finite values whose sum overflows) take the exact branch.
+    big = torch.finfo(dtype).max
+    x = torch.arange(32, dtype=dtype).reshape(1, 2, 4, 4)
+    cases = {}
+    cases["nan"] = x.clone().index_put_(
+        (torch.tensor(0), torch.tensor(0), torch.tensor(1), torch.tensor(2)), torch.tensor(float("nan"), dtype=dtype)
+    )
+    cases["-inf window"] = x.clone()
+    cases["-inf window"][0, 1, :2, :2] = float("-inf")
+    cases["both infinities"] = cases["-inf window"].clone()
+    cases["both infinities"][0, 0, 3, 3] = float("inf")
+    cases["overflowing sum"] = torch.full_like(x, big)
+    inputs = [((v,), {}) for v in cases.values()]
+    result = assert_exports_like_eager(Call(lambda t: F.max_pool2d(t, 2)), (x,), other_inputs=inputs)
+    assert [n.op_type for n in result.model.graph].count("If") == 1

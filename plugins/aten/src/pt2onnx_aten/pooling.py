@@ -32,14 +32,28 @@ def _max_pool(op, x, attrs):
 
     onnxruntime's MaxPool skips NaN, and its float32 kernel gives the lowest finite value
     for a window of -inf (onnxruntime 1.32). A second MaxPool of a code per element (2: NaN,
-    1: anything else, 0: -inf) says which windows torch fills with NaN or -inf.
+    1: anything else, 0: -inf) says which windows torch fills with NaN or -inf. Only an
+    input holding a NaN or -inf needs it, and such an input's sum is not finite: an ``If``
+    on the sum pools once otherwise (a sum that overflows takes the exact branch too).
     """
     out = op.MaxPool(x, **attrs)
-    zero, one, two = (op.constant(v, x.dtype) for v in (0.0, 1.0, 2.0))
-    code = op.Where(is_nan(op, x), two, op.Where(is_inf(op, x, detect_positive=0), zero, one))
-    window = op.MaxPool(code, **attrs)
-    out = op.Where(op.Less(window, one), op.constant(float("-inf"), x.dtype), out)
-    return op.Where(op.Greater(window, one), op.constant(float("nan"), x.dtype), out)
+
+    def exact(sub):
+        zero, one, two = (sub.constant(v, x.dtype) for v in (0.0, 1.0, 2.0))
+        code = sub.Where(is_nan(sub, x), two, sub.Where(is_inf(sub, x, detect_positive=0), zero, one))
+        window = sub.MaxPool(code, **attrs)
+        fixed = sub.Where(sub.Less(window, one), sub.constant(float("-inf"), x.dtype), out)
+        return [sub.Where(sub.Greater(window, one), sub.constant(float("nan"), x.dtype), fixed)]
+
+    wide = x if x.dtype in (D.FLOAT, D.DOUBLE) else op.Cast(x, to=D.FLOAT)  # float16 sums overflow early
+    total = op.ReduceSum(wide, keepdims=0)
+    finite = op.Equal(op.Sub(total, total), op.constant(0.0, wide.dtype))  # inf - inf and NaN are NaN
+    name = op.node.name
+    return op.If(
+        finite,
+        then_branch=op.subgraph(lambda sub: [sub.Identity(out)], [], name=f"{name}.pooled"),
+        else_branch=op.subgraph(exact, [], name=f"{name}.nan_or_neg_inf"),
+    )
 
 
 @converter("aten::max_pool1d.default", "aten::max_pool2d.default", "aten::max_pool3d.default")
