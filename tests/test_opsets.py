@@ -236,7 +236,7 @@ def test_an_opset_onnxruntime_does_not_know_has_no_kernel():
 
 def test_the_default_opset_is_the_newest_that_keeps_onnxruntimes_attention_kernel():
     # onnxruntime 1.32 has kernels for Attention-23 and -24, none for Attention-25: a Llama
-    # exported at 25+ runs the explicit form, 1.1-1.3x slower (benchmarks/results/attention_forms.md).
+    # exported at 25+ runs the explicit form, 1.2-1.4x slower (benchmarks/results/attention_forms.md).
     default = default_opset()
     assert KEPT_KERNELS == ("Attention",)
     assert MIN_OPSET <= default <= newest_opset()

@@ -22,7 +22,7 @@ MIN_OPSET = 14
 #: Ops that onnxruntime runs with kernels of its own at some opsets and as their ONNX
 #: function body at others: the default opset is one where it has the kernel (onnxruntime
 #: 1.32 has one for Attention-23 and -24, none for Attention-25; at opset 28 a Llama runs
-#: 1.2-1.5x slower for it, benchmarks/results/attention_forms.md).
+#: 1.3-1.5x slower for it, benchmarks/results/attention_forms.md).
 KEPT_KERNELS = ("Attention",)
 
 
