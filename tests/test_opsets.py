@@ -224,7 +224,15 @@ def test_check_opset_accepts_14_to_the_newest_onnx_knows():
 @pytest.mark.parametrize(
     ("op_type", "opset", "kernel"),
     # Identity and Gelu have kernels; Swish and CastLike are run as their function bodies.
-    [("Identity", 14, True), ("Gelu", 20, True), ("Swish", 24, False), ("CastLike", 21, False)],
+    # Attention is ONNX's from 23; NoSuchOp is nobody's.
+    [
+        ("Identity", 14, True),
+        ("Gelu", 20, True),
+        ("Swish", 24, False),
+        ("CastLike", 21, False),
+        ("Attention", 22, False),
+        ("NoSuchOp", 24, False),
+    ],
 )
 def test_onnxruntime_has_kernel_tells_a_kernel_from_a_function_body(op_type, opset, kernel):
     assert onnxruntime_has_kernel(op_type, opset) is kernel

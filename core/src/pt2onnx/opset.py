@@ -44,7 +44,10 @@ def onnxruntime_has_kernel(op_type: str, opset: int) -> bool:
 
     For ops whose required inputs may all be float tensors (Attention, LayerNormalization,
     Gelu, ...): a session with its optimizations off keeps such a node, or inlines the body.
+    False for an op onnx does not define at ``opset``.
     """
+    if _since(op_type, opset) is None:
+        return False
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     with tempfile.TemporaryDirectory() as directory:
