@@ -27,6 +27,29 @@ def _window(op, kernel_size, stride, padding, dilation=1):
     }
 
 
+def _torch_sized(op, x, pooled, attrs):
+    """``pooled`` declared with torch's sizes: before opset 22, ONNX's shape inference counts
+    a ceil_mode window that starts in the right padding, which torch and onnxruntime drop
+    (length 2, kernel 1, stride 2: ONNX says 2, both give 1). A Slice to torch's size fixes
+    the declaration and changes nothing at run time; sizes unknown until then are not declared.
+    """
+    if not attrs["ceil_mode"] or op.opset >= 22 or x.shape is None or pooled.shape is None:
+        return pooled
+    spatial = len(attrs["kernel_shape"])
+    sizes, declared = static_dims(x)[-spatial:], static_dims(pooled)[-spatial:]
+    window = zip(sizes, attrs["kernel_shape"], attrs["strides"], attrs["pads"], attrs.get("dilations", [1] * spatial))
+    wanted = []
+    for n, k, st, p, d in window:
+        if n is None:
+            return pooled
+        out = (n + 2 * p - d * (k - 1) - 1 + st - 1) // st + 1
+        wanted.append(out - 1 if (out - 1) * st >= n + p else out)
+    if wanted == declared:
+        return pooled
+    axes = list(range(-spatial, 0))
+    return op.Slice(pooled, op.constant([0] * spatial), op.constant(wanted), op.constant(axes))
+
+
 def _max_pool(op, x, attrs):
     """``MaxPool`` with torch's NaN and -inf: a window holding a NaN gives NaN, one of only -inf gives -inf.
 
@@ -36,12 +59,12 @@ def _max_pool(op, x, attrs):
     input holding a NaN or -inf needs it, and such an input's sum is not finite: an ``If``
     on the sum pools once otherwise (a sum that overflows takes the exact branch too).
     """
-    out = op.MaxPool(x, **attrs)
+    out = _torch_sized(op, x, op.MaxPool(x, **attrs), attrs)
 
     def exact(sub):
         zero, one, two = (sub.constant(v, x.dtype) for v in (0.0, 1.0, 2.0))
         code = sub.Where(is_nan(sub, x), two, sub.Where(is_inf(sub, x, detect_positive=0), zero, one))
-        window = sub.MaxPool(code, **attrs)
+        window = _torch_sized(sub, x, sub.MaxPool(code, **attrs), attrs)
         fixed = sub.Where(sub.Less(window, one), sub.constant(float("-inf"), x.dtype), out)
         return [sub.Where(sub.Greater(window, one), sub.constant(float("nan"), x.dtype), fixed)]
 
@@ -71,7 +94,7 @@ def max_pool_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=
     attrs["ceil_mode"] = int(ceil_mode)
 
     def pool(x):
-        out, flat = op.MaxPool(x, _outputs=2, **attrs)
+        out, flat = (_torch_sized(op, x, v, attrs) for v in op.MaxPool(x, _outputs=2, **attrs))
         # ONNX numbers indices over the whole tensor, torch within each (batch, channel) plane.
         plane = shape_of(op, x, start=-spatial)
         index = op.Mod(flat, op.ReduceProd(plane, keepdims=1))
@@ -81,7 +104,7 @@ def max_pool_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=
         count = op.ReduceProd(plane, keepdims=0)
         positions = op.Reshape(op.Range(op.constant(0), count, op.constant(1)), plane)
         nan_at = op.Where(is_nan(op, x), op.Cast(positions, to=D.DOUBLE), op.constant(-1.0, D.DOUBLE))
-        last_nan = op.MaxPool(nan_at, **attrs)
+        last_nan = _torch_sized(op, x, op.MaxPool(nan_at, **attrs), attrs)
         has_nan = op.GreaterOrEqual(last_nan, op.constant(0.0, D.DOUBLE))
         out = op.Where(has_nan, op.constant(float("nan"), x.dtype), out)
         return out, op.Where(has_nan, op.Cast(last_nan, to=D.INT64), index)
@@ -104,7 +127,7 @@ def avg_pool(
         attrs["count_include_pad"] = 1
 
     def pool(x):
-        out = op.AveragePool(x, **attrs)
+        out = _torch_sized(op, x, op.AveragePool(x, **attrs), attrs)
         if divisor_override is None:
             return out
         # torch divides the window's sum by the divisor; AveragePool divided it by the
