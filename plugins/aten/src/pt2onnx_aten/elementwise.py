@@ -27,9 +27,21 @@ _POW = FLOATS | {D.INT32, D.INT64}
 _INT_DIVIDE = frozenset({D.INT32, D.INT64})
 
 
+#: torch adds float32 ``alpha * other`` with one fused multiply-add, so a product beyond
+#: float32's range is not inf first (-inf + 2 * 3.4e38 is -inf, not NaN): float64 holds it.
+#: float16/bfloat16 round the product first (NaN there too); nothing is wider than float64.
+_WIDER = {D.FLOAT: D.DOUBLE}
+
+
 def _with_alpha(op, onnx_op, alpha):
     def apply(a, b):
-        return onnx_op(a, b if alpha == 1 else op.Mul(b, as_dtype(op, alpha, b.dtype)))
+        if alpha == 1:
+            return onnx_op(a, b)
+        wide = _WIDER.get(b.dtype)
+        if wide is None:
+            return onnx_op(a, op.Mul(b, as_dtype(op, alpha, b.dtype)))
+        scaled = op.Mul(op.Cast(b, to=wide), as_dtype(op, alpha, wide))
+        return op.Cast(onnx_op(op.Cast(a, to=wide), scaled), to=b.dtype)
 
     return apply
 
