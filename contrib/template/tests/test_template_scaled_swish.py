@@ -25,7 +25,11 @@ class Model(torch.nn.Module):
 _BETA = st.just(0.0) | st.floats(0.01, 2.0) | st.floats(-2.0, -0.01)
 
 
-@given(x=tensors(dtype=st.sampled_from([torch.float32, torch.float64])), beta=_BETA)
+# Ordinary values within +-50 (edge values still drawn): onnxruntime's float32 Sigmoid is
+# an approximation whose tail is off by up to 20% below -15 and 0 below -18 (3.6e-7 for
+# torch's 3.1e-7 at -15), and x * sigmoid(beta * x) scales that error by x: -877.9 with
+# beta 0.0195 differed by 4.7e-5 (CI seed 462801325).
+@given(x=tensors(dtype=st.sampled_from([torch.float32, torch.float64]), low=-50, high=50), beta=_BETA)
 def test_scaled_swish(x, beta):
     # plugins=[...] makes the test independent of whether the pack is installed.
     assert_exports_like_eager(
