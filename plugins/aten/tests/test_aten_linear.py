@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given
@@ -112,3 +113,16 @@ def test_linear_at_opset_14():
         dynamic_shapes=({0: torch.export.Dim("b")},),
         other_inputs=[((torch.randn(3, 5, 4),), {})],
     )
+
+
+@pytest.mark.parametrize("kind", ["addmm", "addmv"])
+def test_beta_and_alpha_zero_ignore_a_nan_input(kind):
+    # CI seed 3711086248: addmm(nan, m1, m2, beta=0, alpha=0) is 0 in torch, was NaN.
+    nan = torch.tensor([[float("nan"), float("inf")]])
+    if kind == "addmm":
+        model = lambda c, a, b: torch.addmm(c, a, b, beta=0, alpha=0)  # noqa: E731
+        args = (nan, torch.randn(1, 3), torch.randn(3, 2))
+    else:
+        model = lambda c, a, b: torch.addmv(c, a, b, beta=0, alpha=0)  # noqa: E731
+        args = (nan[0], torch.randn(2, 3), torch.randn(3))
+    assert_exports_like_eager(model, args, dynamic=False)

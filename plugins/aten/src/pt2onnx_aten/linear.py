@@ -22,6 +22,9 @@ def _matmul(op, a, b):
 def _scaled_self(op, self, beta, shape):
     """``beta * self`` broadcast to ``shape``: addmm/addmv of float32/float64 with alpha 0,
     where torch's BLAS call never reads the matrices (NaN and inf in them do not show)."""
+    if beta == 0:
+        # torch ignores ``self`` when beta is 0 too: zeros, even where it holds NaN or inf.
+        return op.Expand(op.constant(0.0, self.dtype), shape)
     scaled = self if beta == 1 else op.Mul(self, op.constant(beta, self.dtype))
     return op.Expand(scaled, shape)
 
