@@ -251,12 +251,11 @@ def _all_model_nodes(model: ir.Model) -> Iterator[ir.Node]:
         yield from function.all_nodes()
 
 
-def _fingerprint(model: ir.Model) -> int:
-    """Changes when a node is added, removed or rewired (ids: cheap, and only compared within one pass)."""
-    return hash(
-        tuple((id(n), n.op_type, len(n.attributes), *map(id, n.inputs)) for n in _all_model_nodes(model))
-        + tuple(model.graph.initializers)
-    )
+def _survey(model: ir.Model) -> tuple[int, int]:
+    """The node count and a fingerprint that changes when a node is added, removed or rewired
+    (ids: cheap, and only compared within one pass), from one walk of the model."""
+    nodes = [(id(n), n.op_type, len(n.attributes), *map(id, n.inputs)) for n in _all_model_nodes(model)]
+    return len(nodes), hash((*nodes, *model.graph.initializers))
 
 
 def count_nodes(model: ir.Model) -> int:
@@ -302,6 +301,15 @@ def select_passes(
 _CHECKPOINT_AWARE_PASSES = frozenset({"fold_weight_transposes"})
 
 
+def _checkpoint_values(model: ir.Model) -> list[tuple[ir.Value, CheckpointTensor]]:
+    return [
+        (value, value.const_value)
+        for graph in model.graphs()
+        for value in graph.initializers.values()
+        if isinstance(value.const_value, CheckpointTensor)
+    ]
+
+
 @contextmanager
 def _checkpoint_values_hidden(model: ir.Model) -> Iterator[None]:
     """Initializers read from a checkpoint look valueless to a pass, as graph inputs do.
@@ -310,12 +318,7 @@ def _checkpoint_values_hidden(model: ir.Model) -> Iterator[None]:
     pass that folds constants or compares weights would read them all; to every pass
     but those in :data:`_CHECKPOINT_AWARE_PASSES` they are values known by type and shape only.
     """
-    hidden = [
-        (value, value.const_value)
-        for graph in model.graphs()
-        for value in graph.initializers.values()
-        if isinstance(value.const_value, CheckpointTensor)
-    ]
+    hidden = _checkpoint_values(model)
     for value, _ in hidden:
         value.const_value = None
     try:
@@ -328,11 +331,13 @@ def _checkpoint_values_hidden(model: ir.Model) -> Iterator[None]:
 def optimize(model: ir.Model, passes: Iterable[tuple[str, Callable[[ir.Model], object]]]) -> list[PassEffect]:
     """Run ``passes`` (name, function) over ``model`` in place; returns what each did."""
     effects = []
+    # Passes never read weights in, so a model exported with its values has none to hide.
+    from_checkpoint = bool(_checkpoint_values(model))
+    nodes, fingerprint = _survey(model)
     for name, run in passes:
-        before, fingerprint = count_nodes(model), _fingerprint(model)
         start = time.perf_counter()
         try:
-            if name in _CHECKPOINT_AWARE_PASSES:
+            if name in _CHECKPOINT_AWARE_PASSES or not from_checkpoint:
                 run(model)
             else:
                 with _checkpoint_values_hidden(model):
@@ -343,5 +348,7 @@ def optimize(model: ir.Model, passes: Iterable[tuple[str, Callable[[ir.Model], o
                 hint=f"export with optimize={{'{name}': False}} and report the model that triggers it",
             ) from e
         seconds = time.perf_counter() - start
-        effects.append(PassEffect(name, before, count_nodes(model), seconds, _fingerprint(model) != fingerprint))
+        after, changed = _survey(model)
+        effects.append(PassEffect(name, nodes, after, seconds, changed != fingerprint))
+        nodes, fingerprint = after, changed
     return effects

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
+import onnx
+import onnx_ir as ir
+import onnxruntime as ort
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from onnx import TensorProto, helper
 
 import pt2onnx
 from pt2onnx.testing import assert_exports_like_eager, tensors
+from pt2onnx_fusions.rms_norm import fuse_rms_norm
 
 _DIMS = {"x": {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}}
 # Values whose squares stay finite (the fused op and the formula then agree), with NaN,
@@ -70,3 +76,78 @@ def test_below_opset_23_stays_unfused():
     result = pt2onnx.export(module, (torch.randn(2, 3, 8),), opset=22)
     assert "RMSNormalization" not in [n.op_type for n in result.model.graph]
     assert result.verify(torch.randn(2, 3, 8)).ok
+
+
+class _Spelled(torch.nn.Module):
+    """An RMS norm spelled one of the ways models write it (operand orders, ``x * x``, kept intermediates)."""
+
+    def __init__(self, form: str) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(8) + 0.5)
+        self.form = form
+
+    def forward(self, x):
+        square = x * x if self.form == "x*x" else x.pow(2)
+        mean = square.mean(-1, keepdim=True)
+        inverse = torch.rsqrt(1e-6 + mean if self.form == "eps+mean" else mean + 1e-6)
+        h = inverse * x if self.form == "inverse*x" else x * inverse
+        out = h * self.weight if self.form == "h*weight" else self.weight * h
+        if self.form == "h kept":
+            return out, h
+        if self.form == "mean kept":
+            return out + mean
+        return out + x  # x is used again: a residual does not stop the fusion
+
+
+@pytest.mark.parametrize(
+    ("form", "fused"),
+    [
+        ("pow", True),
+        ("x*x", True),
+        ("eps+mean", True),
+        ("inverse*x", True),
+        ("h*weight", True),
+        ("h kept", False),
+        ("mean kept", False),
+    ],
+)
+def test_each_spelling_is_fused_unless_an_intermediate_is_used_elsewhere(form, fused):
+    x = torch.randn(2, 3, 8)
+    result = assert_exports_like_eager(_Spelled(form), (x,), dynamic_shapes=_DIMS)
+    ops = [n.op_type for n in result.model.graph]
+    assert ops.count("RMSNormalization") == int(fused), ops
+    if fused:
+        assert not {"ReduceMean", "Sqrt", "Reciprocal"} & set(ops), ops
+
+
+def test_a_pow_square_written_by_another_converter_is_fused_with_the_same_numerics():
+    def const(name, array):
+        return helper.make_node("Constant", [], [name], value=onnx.numpy_helper.from_array(array, name))
+
+    nodes = [
+        const("two", np.array(2.0, np.float32)),
+        const("axes", np.array([-1], np.int64)),
+        const("eps", np.array(1e-5, np.float32)),
+        const("w", (np.arange(8, dtype=np.float32) + 1) / 8),
+        helper.make_node("Pow", ["x", "two"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq", "axes"], ["mean"], keepdims=1),
+        helper.make_node("Add", ["eps", "mean"], ["var"]),
+        helper.make_node("Sqrt", ["var"], ["std"]),
+        helper.make_node("Reciprocal", ["std"], ["inv"]),
+        helper.make_node("Mul", ["inv", "x"], ["h"]),
+        helper.make_node("Mul", ["h", "w"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "rms",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model = ir.from_proto(onnx.shape_inference.infer_shapes(proto))
+    fuse_rms_norm(model)
+    assert [n.op_type for n in model.graph if n.op_type != "Constant"] == ["RMSNormalization"]
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    before = ort.InferenceSession(proto.SerializeToString()).run(None, {"x": x})[0]
+    after = ort.InferenceSession(ir.to_proto(model).SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(after, before, rtol=1e-6, atol=1e-6)
