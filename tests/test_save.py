@@ -10,8 +10,10 @@ from __future__ import annotations
 import builtins
 import errno
 import functools
+import io
 import os
 import re
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +31,7 @@ from hypothesis import strategies as st
 from onnx_ir.tensor_adapters import TorchTensor
 
 import pt2onnx
+import pt2onnx.save
 from models import MLP
 from pt2onnx.errors import SaveError
 from pt2onnx.save import save_model
@@ -139,6 +142,37 @@ def test_failed_streamed_save_leaves_no_partial_file(tmp_path, monkeypatch):
     monkeypatch.undo()
     result.save(tmp_path / "model.onnx")
     assert set(_initializers(tmp_path / "model.onnx")) == set(result.model.graph.initializers)
+
+
+def test_the_next_weight_is_prepared_on_a_worker_while_one_is_written(tmp_path, monkeypatch):
+    # Each payload write waits until the next weight's preparation has begun: a save that
+    # prepared each weight only after writing the one before would time out here.
+    tensors = [ir.Tensor(np.full((64, 64), i, np.float32)) for i in range(4)]
+    started = [threading.Event() for _ in tensors]
+    threads = []
+    real = pt2onnx.save._raw_bytes
+
+    def preparing(tensor):
+        threads.append(threading.current_thread().name)
+        started[int(tensor.numpy().flat[0])].set()
+        return real(tensor)
+
+    class WaitingFile(io.BytesIO):
+        def write(self, data):
+            if len(data) == 64 * 64 * 4:
+                index = int(np.frombuffer(data, np.float32)[0])
+                if index + 1 < len(tensors):
+                    assert started[index + 1].wait(timeout=10), (
+                        f"weight {index + 1} not prepared while {index} was written"
+                    )
+            return super().write(data)
+
+    monkeypatch.setattr(pt2onnx.save, "_raw_bytes", preparing)
+    f = WaitingFile()
+    pt2onnx.save._write_streamed(_model_holding(tensors), f)
+    assert len(threads) == 4 and all(name.startswith("pt2onnx-save") for name in threads), threads
+    (tmp_path / "model.onnx").write_bytes(f.getvalue())
+    assert [a[0, 0] for a in _initializers(tmp_path / "model.onnx").values()] == [0, 1, 2, 3]
 
 
 def test_failed_external_data_save_leaves_no_partial_file(tmp_path, monkeypatch):

@@ -24,7 +24,8 @@ costs no copy of the weights (a protobuf message would hold two: its fields and 
 serialized bytes). External data is written one tensor at a time too, into one file or,
 with ``max_shard_bytes``, into shards of at most that size
 (``<stem>.<token>-00001-of-00003<suffix>``), all committed by the one rename. Weights
-read from a checkpoint (:mod:`pt2onnx.weights`) are read as they are written.
+read from a checkpoint (:mod:`pt2onnx.weights`) are read as they are written; in a
+single file, the next weight is prepared while one is written (at most two held).
 
 On a terminal a progress bar shows each tensor as it is written (``quiet=True``: none).
 """
@@ -38,6 +39,7 @@ import shutil
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -411,19 +413,26 @@ def _write_streamed(model: ir.Model, f: BinaryIO, advance: Advance | None = None
     f.write(proto.SerializeToString())
     f.write(_field(_MODEL_GRAPH, graph_length))
     f.write(graph_bytes)
-    for value, header, length in zip(initializers, headers, tensor_lengths):
-        assert value.const_value is not None
-        f.write(_field(_GRAPH_INITIALIZER, length))
-        f.write(header)
-        payload = _raw_bytes(value.const_value)
-        if len(payload) != value.const_value.nbytes:
-            raise SaveError(
-                f"initializer {value.name!r}: {len(payload)} bytes, its type says {value.const_value.nbytes}"
-            )
-        f.write(payload)
-        del payload  # a weight read from a checkpoint is dropped before the next is read
-        if advance is not None:
-            advance(value)
+    # Each weight's bytes are prepared (transposed, read from a checkpoint) on a worker
+    # thread while the one before is written: both release the GIL. At most two weights'
+    # bytes are held at a time.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pt2onnx-save") as pool:
+        tensors = [v.const_value for v in initializers]
+        upcoming = pool.submit(_raw_bytes, tensors[0]) if tensors else None
+        for index, (value, header, length) in enumerate(zip(initializers, headers, tensor_lengths)):
+            assert value.const_value is not None and upcoming is not None
+            payload = upcoming.result()
+            upcoming = pool.submit(_raw_bytes, tensors[index + 1]) if index + 1 < len(tensors) else None
+            if len(payload) != value.const_value.nbytes:
+                raise SaveError(
+                    f"initializer {value.name!r}: {len(payload)} bytes, its type says {value.const_value.nbytes}"
+                )
+            f.write(_field(_GRAPH_INITIALIZER, length))
+            f.write(header)
+            f.write(payload)
+            del payload
+            if advance is not None:
+                advance(value)
 
 
 def _raw_bytes(tensor: ir.TensorProtocol) -> memoryview:
