@@ -268,3 +268,16 @@ def test_alpha_times_other_beyond_the_dtypes_range_as_torch_rounds_it(name):
     b = torch.tensor([big, -big, big, big / 2])
     fn = ARITHMETIC[name]
     assert_exports_like_eager(lambda x, y: fn(x, y, alpha=2), (a, b), dynamic=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", ["add", "sub"])
+def test_alpha_times_other_beyond_a_half_dtypes_range_is_inf_before_the_sum(name, dtype):
+    # torch rounds alpha * other to float16/bfloat16 first: -inf + 2 * max is NaN, and
+    # -max + 2 * (max / 1.5) is inf, where float32 arithmetic would give -inf and a finite value.
+    big = torch.finfo(dtype).max
+    a = torch.tensor([float("-inf"), -big, big, 1.0, 3.0, float("nan")], dtype=dtype)
+    b = torch.tensor([big, big / 1.5, -big / 1.5, big, 1.0, 1.0], dtype=dtype)
+    fn = ARITHMETIC[name]
+    b = -b if name == "sub" else b
+    assert_exports_like_eager(lambda x, y: fn(x, y, alpha=2), (a, b), expect_ops=[f"aten::{name}"])

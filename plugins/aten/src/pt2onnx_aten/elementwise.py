@@ -29,14 +29,28 @@ _INT_DIVIDE = frozenset({D.INT32, D.INT64})
 
 #: torch adds float32 ``alpha * other`` with one fused multiply-add, so a product beyond
 #: float32's range is not inf first (-inf + 2 * 3.4e38 is -inf, not NaN): float64 holds it.
-#: float16/bfloat16 round the product first (NaN there too); nothing is wider than float64.
+#: Nothing is wider than float64.
 _WIDER = {D.FLOAT: D.DOUBLE}
+#: float16/bfloat16 round ``alpha * other`` to their dtype before the sum, so beyond the
+#: dtype's range it is inf (inf - 2 * 65504 is NaN). onnxruntime runs both ops of such a
+#: model in float32 and drops the rounding between them; the overflow is made explicit
+#: instead: a product at least this large (the dtype's largest value plus half a step,
+#: the first that rounds to inf) becomes inf.
+_ROUNDS_TO_INF = {D.FLOAT16: 65520.0, D.BFLOAT16: (2 - 2**-8) * 2.0**127}
 
 
 def _with_alpha(op, onnx_op, alpha):
     def apply(a, b):
         if alpha == 1:
             return onnx_op(a, b)
+        limit = _ROUNDS_TO_INF.get(op.output_dtype)
+        if limit is not None:
+            computed = a.dtype  # the dtype compute() casts back from
+            a, b = (as_dtype(op, v, D.FLOAT) for v in (a, b))
+            scaled = op.Mul(b, as_dtype(op, alpha, D.FLOAT))
+            overflows = op.GreaterOrEqual(op.Abs(scaled), op.constant(limit, D.FLOAT))
+            scaled = op.Where(overflows, op.Mul(scaled, op.constant(float("inf"), D.FLOAT)), scaled)
+            return as_dtype(op, onnx_op(a, scaled), computed)
         wide = _WIDER.get(b.dtype)
         if wide is None:
             return onnx_op(a, op.Mul(b, as_dtype(op, alpha, b.dtype)))
