@@ -417,15 +417,15 @@ def _write_streamed(model: ir.Model, f: BinaryIO, advance: Advance | None = None
     # thread while the one before is written: both release the GIL. At most two weights'
     # bytes are held at a time.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pt2onnx-save") as pool:
-        tensors = [v.const_value for v in initializers]
+        tensors = [_weight_of(v) for v in initializers]
         upcoming = pool.submit(_raw_bytes, tensors[0]) if tensors else None
         for index, (value, header, length) in enumerate(zip(initializers, headers, tensor_lengths)):
-            assert value.const_value is not None and upcoming is not None
+            assert upcoming is not None
             payload = upcoming.result()
             upcoming = pool.submit(_raw_bytes, tensors[index + 1]) if index + 1 < len(tensors) else None
-            if len(payload) != value.const_value.nbytes:
+            if len(payload) != tensors[index].nbytes:
                 raise SaveError(
-                    f"initializer {value.name!r}: {len(payload)} bytes, its type says {value.const_value.nbytes}"
+                    f"initializer {value.name!r}: {len(payload)} bytes, its type says {tensors[index].nbytes}"
                 )
             f.write(_field(_GRAPH_INITIALIZER, length))
             f.write(header)
@@ -433,6 +433,12 @@ def _write_streamed(model: ir.Model, f: BinaryIO, advance: Advance | None = None
             del payload
             if advance is not None:
                 advance(value)
+
+
+def _weight_of(value: ir.Value) -> ir.TensorProtocol:
+    """The initializer's tensor; a graph initializer always has one."""
+    assert value.const_value is not None
+    return value.const_value
 
 
 def _raw_bytes(tensor: ir.TensorProtocol) -> memoryview:
