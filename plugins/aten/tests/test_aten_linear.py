@@ -126,3 +126,14 @@ def test_beta_and_alpha_zero_ignore_a_nan_input(kind):
         model = lambda c, a, b: torch.addmv(c, a, b, beta=0, alpha=0)  # noqa: E731
         args = (nan[0], torch.randn(2, 3), torch.randn(3))
     assert_exports_like_eager(model, args, dynamic=False)
+
+
+@pytest.mark.parametrize("alpha, beta", [(0.6, 1), (1, 0.2), (0.5, 0.25)])
+def test_float64_addmm_scales_by_float64_alpha_and_beta(alpha, beta):
+    # Thorough OpInfo: Gemm's alpha/beta attributes are float32; 0.6 in float32 is off by
+    # 1.6e-8 relative, beyond float64's 1e-15. Exact scalars (0.5, 0.25) keep Gemm.
+    # Small integers: the products are exact, the results far from any cancellation.
+    a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)
+    b = torch.tensor([[5.0, 6.0, 7.0], [8.0, 9.0, 10.0]], dtype=torch.float64)
+    model = lambda c, a, b: torch.addmm(c, a, b, alpha=alpha, beta=beta)  # noqa: E731
+    assert_exports_like_eager(model, (torch.ones(1, dtype=torch.float64), a, b), dynamic=False, atol=0, rtol=1e-15)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 
 from pt2onnx.plugin import converter
@@ -44,6 +45,12 @@ def _add_product(op, self, a, b, beta, alpha):
     return compute(op, emit, [self, a, b], op.output_dtype, MATMUL_DTYPES)
 
 
+def _float32_exact(*scalars):
+    """Whether Gemm's float32 ``alpha``/``beta`` attributes hold these scalars exactly: a
+    float64 addmm scaled by 0.6 is scaled by float32's 0.6 in Gemm (off by 1e-8 relative)."""
+    return all(float(np.float32(s)) == s for s in scalars)
+
+
 @converter("aten::linear.default")
 def linear(op, input, weight, bias=None):
     dtype = op.output_dtype
@@ -70,7 +77,7 @@ def addmm(op, self, mat1, mat2, *, beta=1, alpha=1):
     if alpha == 0 and dtype in (D.FLOAT, D.DOUBLE):
         shape = op.Concat(shape_of(op, mat1, start=0, end=1), shape_of(op, mat2, start=1, end=2), axis=0)
         return _scaled_self(op, as_dtype(op, self, dtype), beta, shape)
-    if dtype in FLOATS | {D.BFLOAT16} and beta != 0:
+    if dtype in FLOATS | {D.BFLOAT16} and beta != 0 and (dtype != D.DOUBLE or _float32_exact(alpha, beta)):
         return compute(
             op,
             lambda c, a, b: op.Gemm(a, b, c, alpha=float(alpha), beta=float(beta)),
