@@ -77,9 +77,6 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
             "ONNX cannot express an argument: argument opset=24 cannot be exported: onnxruntime implements ONNX's random ops only up to opset 21",
         ),
     },
-    "bucketize": {
-        "float32": ("error", "no converter and no usable torch decomposition: aten::bucketize.Tensor"),
-    },
     "cauchy": {
         "float32": ("error", "no converter and no usable torch decomposition: aten::rand_like.default"),
     },
@@ -648,9 +645,6 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
     },
     "resize_as_": {
         "float32": ("error", "no converter and no usable torch decomposition: aten::resize.default"),
-    },
-    "searchsorted": {
-        "float32": ("error", "no converter and no usable torch decomposition: aten::searchsorted.Tensor"),
     },
     "sort": {
         "bfloat16": (

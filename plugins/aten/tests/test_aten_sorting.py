@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_modules import Unary as Fn
+from lambda_modules import Variadic as Call
 from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
@@ -80,3 +81,80 @@ def test_sort_and_topk_of_dynamic_length_at_opset_14():
         opset=14,
         expect_ops=["aten::sort", "aten::topk"],
     )
+
+
+# searchsorted has no bool kernel in torch; a NaN in the sorted sequence makes it unsorted
+# (torch's answer then depends on its binary search's probe order, see sorting.py), so
+# sequences draw every edge value but NaN. Values draw NaN too.
+SEARCH_DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES if n != "bool"])
+SEQUENCE_EDGES = ("inf", "zero", "subnormal", "extreme")
+
+
+@given(
+    data=st.data(),
+    dtype=SEARCH_DTYPES,
+    batched=st.booleans(),
+    side=st.sampled_from(["left", "right", None]),
+    right=st.booleans(),
+    out_int32=st.booleans(),
+    with_sorter=st.booleans(),
+)
+def test_searchsorted(data, dtype, batched, side, right, out_int32, with_sorter):
+    length = data.draw(st.integers(0, 6))
+    lead = data.draw(shapes(max_rank=2, max_side=3)) if batched else ()
+    sequence = data.draw(tensors((*lead, length), dtype, low=-3, high=3, edge_values=SEQUENCE_EDGES))
+    # Few distinct values: values equal to entries test left against right.
+    values_shape = (*lead, data.draw(st.integers(0, 4))) if batched else data.draw(shapes(max_rank=2))
+    values = data.draw(tensors(values_shape, dtype, low=-3, high=3))
+    values = values.round() if dtype.is_floating_point else values
+    sequence = sequence.round() if dtype.is_floating_point else sequence
+    right = right if side is None else side == "right"  # torch refuses a side that contradicts right
+    options = {"out_int32": out_int32, "right": right, "side": side}
+    if with_sorter:
+        # The sorter is computed in the model: the harness's input of other sizes then has one too.
+        model = Call(lambda s, v: torch.searchsorted(s, v, sorter=torch.argsort(s, dim=-1, stable=True), **options))
+    else:
+        model = Call(lambda s, v: torch.searchsorted(torch.sort(s, dim=-1).values, v, **options))
+    args = (sequence, values)
+    assert_exports_like_eager(model, args, expect_ops=["aten::searchsorted.Tensor"])
+
+
+@given(
+    x=tensors(shapes(max_rank=3), SEARCH_DTYPES, low=-3, high=3),
+    boundaries=tensors(
+        shapes(min_rank=1, max_rank=1, min_side=0, max_side=6), low=-3, high=3, edge_values=SEQUENCE_EDGES
+    ),
+    right=st.booleans(),
+    out_int32=st.booleans(),
+)
+def test_bucketize(x, boundaries, right, out_int32):
+    # Boundaries of any dtype (torch compares in the promoted one); rounded values tie with them.
+    x = x.round() if x.dtype.is_floating_point else x
+    boundaries = boundaries.round() if boundaries.dtype.is_floating_point else boundaries
+    boundaries = boundaries.to(torch.int64) if boundaries.dtype == torch.bool else boundaries
+    model = Call(lambda t, b: torch.bucketize(t, torch.sort(b).values, right=right, out_int32=out_int32))
+    assert_exports_like_eager(model, (x, boundaries), expect_ops=["aten::bucketize.Tensor"])
+
+
+def test_searchsorted_and_bucketize_of_a_python_scalar_compare_in_the_promoted_dtype():
+    # 2.5 against int64 entries compares as a float (2 entries precede it, not 1).
+    model = Call(
+        lambda s, v: (
+            torch.searchsorted(s, 2.5),
+            torch.searchsorted(s, 2.5, right=True),
+            torch.bucketize(2.0, s),
+            torch.searchsorted(s, v),
+        )
+    )
+    args = (torch.tensor([1, 2, 3, 3, 5]), torch.tensor([[0.5, 3.0, float("nan")], [3.5, 5.0, 9.0]]))
+    # dynamic=False: the harness's input of other sizes would not keep the sequence sorted.
+    ops = ["aten::searchsorted.Scalar", "aten::bucketize.Scalar", "aten::searchsorted.Tensor"]
+    assert_exports_like_eager(model, args, dynamic=False, expect_ops=ops)
+
+
+def test_isin_of_many_test_elements_exports():
+    # Thorough OpInfo: torch's isin decomposition sorts and searches when test_elements is
+    # large beside elements (no searchsorted converter before).
+    elements = torch.tensor([0.0, 1.0, 2.5, float("nan"), -4.0])
+    test = torch.arange(-10, 10).float()
+    assert_exports_like_eager(Call(torch.isin), (elements, test), dynamic=False, expect_ops=["aten::searchsorted"])
