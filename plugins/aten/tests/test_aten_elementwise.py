@@ -123,6 +123,15 @@ def test_floor_division_of_floats_rounds_like_torch():
     assert_exports_like_eager(lambda a, b: torch.div(a, b, rounding_mode="floor"), (x, y))
 
 
+def test_truncating_division_of_bfloat16_truncates_the_rounded_quotient():
+    # Thorough OpInfo: -68 / 1.390625 = -48.899 rounds to -49 in bfloat16 before torch
+    # truncates it (-48 unrounded); 40 / 0.91015625 = 43.948 to 44.
+    x = torch.tensor([-68.0, 40.0, 30.0, 115.0, 7.0], dtype=torch.bfloat16)
+    y = torch.tensor([1.390625, 0.91015625, -0.09228515625, -2.5625, 2.0], dtype=torch.bfloat16)
+    assert (x.float() / y.float()).trunc().tolist() != torch.div(x, y, rounding_mode="trunc").float().tolist()
+    assert_exports_like_eager(lambda a, b: torch.div(a, b, rounding_mode="trunc"), (x, y))
+
+
 @given(data=st.data(), shapes_=broadcast_shapes(min_side=0), other=st.sampled_from([None, 2, -3, 0.5, -1.5]))
 def test_floor_divide(data, shapes_, other):
     # torch.floor_divide (``//`` on tensors) rounds toward negative infinity, as div(rounding_mode="floor").
