@@ -73,7 +73,7 @@ def test_to_device_and_dtype(x, dtype):
         shapes(min_rank=1, max_rank=3, min_side=1, max_side=5),
         st.sampled_from([torch.float32, torch.int64, torch.bool]),
     ),
-    n=st.integers(1, 2),
+    n=st.integers(0, 3),  # 0: the input itself, prepend and append ignored
     with_ends=st.booleans(),
 )
 def test_diff(data, x, n, with_ends):
@@ -87,3 +87,9 @@ def test_diff(data, x, n, with_ends):
     else:
         fn = Fn(lambda a: torch.diff(a, n=n, dim=dim))
         assert_exports_like_eager(fn, (x,), expect_ops=["aten::diff"])
+
+
+def test_diff_of_order_zero_ignores_prepend_and_append():
+    # Thorough OpInfo: diff(x, n=0, prepend=p, append=a) is x in torch; the export joined them.
+    fn = Fn(lambda a, p, q: torch.diff(a, n=0, dim=0, prepend=p, append=q))
+    assert_exports_like_eager(fn, (torch.randn(5, 5), torch.randn(1, 5), torch.randn(2, 5)), expect_ops=["aten::diff"])

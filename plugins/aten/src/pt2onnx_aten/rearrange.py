@@ -78,6 +78,8 @@ def triu(op, self, diagonal=0):
 
 @converter("aten::diff.default")
 def diff(op, self, n=1, dim=-1, prepend=None, append=None):
+    if n == 0:
+        return self  # torch ignores prepend and append when it takes no difference
     axis = dim % op.rank_of(self)
     parts = [t for t in (prepend, self, append) if t is not None]
     x = op.Concat(*parts, axis=axis) if len(parts) > 1 else self
