@@ -100,6 +100,18 @@ def test_group_norm(data, dtype, native):
         )
 
 
+@pytest.mark.parametrize(("shape", "native"), [((0, 2), True), ((0, 4, 3), False), ((2, 4), True)])
+def test_group_norm_of_an_empty_batch_or_no_spatial_dims(shape, native):
+    # Thorough OpInfo: native_group_norm of a (0, 2) input; Reshape cannot infer -1 beside 0.
+    w, b = torch.rand(shape[1]) + 0.5, torch.randn(shape[1])
+    if native:
+        model = Call(lambda x: torch.ops.aten.native_group_norm(x, w, b, x.shape[0], shape[1], 1, 2, 1e-5))
+    else:
+        model = Call(lambda x: F.group_norm(x, 2, w, b))
+    expect = "aten::native_group_norm" if native else "aten::group_norm"
+    assert_exports_like_eager(model, (torch.randn(shape),), dynamic=False, expect_ops=[expect])
+
+
 @given(data=st.data(), dtype=dtypes(NORM_DTYPES), use_input_stats=st.booleans())
 def test_instance_norm(data, dtype, use_input_stats):
     channels = data.draw(st.integers(1, 3))

@@ -238,10 +238,14 @@ def _group_norm(op, input, weight, bias, group, eps):
     dtype = op.output_dtype
     x = as_dtype(op, input, _stat_dtype(dtype))
     group = int(group)
-    mean, rstd, _ = _moments(op, op.Reshape(x, op.constant([0, group, -1])), [2], float(eps))
-    # (N, G, C / G, spatial): statistics per group, affine parameters per channel.
-    per_group = op.Div(shape_of(op, x, start=1, end=2), op.constant([group]))
-    grouped = op.Reshape(x, op.Concat(op.constant([0, group]), per_group, op.constant([-1]), axis=0))
+    # (N, G, C / G, spatial): statistics per group, affine parameters per channel. Every
+    # size is spelled out: Reshape cannot infer a -1 beside an empty batch.
+    batch, groups = shape_of(op, x, start=0, end=1), op.constant([group])
+    per_group = op.Div(shape_of(op, x, start=1, end=2), groups)
+    spatial = reduce_over(op, "ReduceProd", shape_of(op, x, start=2), None, keepdims=True)
+    flat = op.Reshape(x, op.Concat(batch, groups, op.Mul(per_group, spatial), axis=0))
+    mean, rstd, _ = _moments(op, flat, [2], float(eps))
+    grouped = op.Reshape(x, op.Concat(batch, groups, per_group, spatial, axis=0))
     params = [
         None if v is None else op.Reshape(as_dtype(op, v, x.dtype), op.constant([group, -1, 1])) for v in (weight, bias)
     ]
