@@ -27,7 +27,7 @@ import torch
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, as_dtype, compute
-from ._dims import reduce_over, shape_of
+from ._dims import ints, reduce_over, shape_of, static_dims
 
 _HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 
@@ -238,6 +238,11 @@ def _group_norm(op, input, weight, bias, group, eps):
     dtype = op.output_dtype
     x = as_dtype(op, input, _stat_dtype(dtype))
     group = int(group)
+    if static_dims(x)[0] == 0:
+        # An empty batch: nothing to normalize. onnxruntime's shape inference rejects the
+        # reshapes below when a literal 0 batch meets a symbolic channel count.
+        stats = op.Reshape(x, ints(op, [0, group]))
+        return as_dtype(op, x, dtype), stats, stats
     # (N, G, C / G, spatial): statistics per group, affine parameters per channel. Every
     # size is spelled out: Reshape cannot infer a -1 beside an empty batch.
     batch, groups = shape_of(op, x, start=0, end=1), op.constant([group])
