@@ -85,6 +85,25 @@ def test_conv_string_padding(case, padding):
     assert_exports_like_eager(model, (x,), atol=ATOL.get(x.dtype), expect_ops=[f"aten::conv{spatial}d"])
 
 
+@pytest.mark.parametrize("spatial", [1, 2])
+def test_same_padding_of_a_kernel_whose_size_is_an_input(spatial):
+    # Thorough OpInfo: a weight passed as an input has symbolic kernel sizes; auto_pad
+    # SAME_UPPER pads them as torch does (odd element at the end), even sizes included.
+    fn = [F.conv1d, F.conv2d][spatial - 1]
+    model = Call(lambda x, w, b: fn(x, w, b, 1, "same", 2, 2))
+    sizes = [5, 6][:spatial]
+    x, w, b = torch.randn(2, 4, *sizes), torch.randn(4, 2, *[3] * spatial), torch.randn(4)
+    kernel = {d: torch.export.Dim(f"k{d}", min=2, max=8) for d in range(2, 2 + spatial)}
+    even = (torch.randn(2, 4, *sizes), torch.randn(4, 2, *[4] * spatial), torch.randn(4))
+    assert_exports_like_eager(
+        model,
+        (x, w, b),
+        dynamic_shapes=((None, kernel, None),),  # forward(*args)
+        other_inputs=[(even, {})],
+        expect_ops=[f"aten::conv{spatial}d"],
+    )
+
+
 @given(case=conv_cases(transposed=True), unbatched=st.booleans())
 def test_conv_transpose_nd(case, unbatched):
     spatial, x, w, b, stride, padding, dilation, groups, output_padding = case

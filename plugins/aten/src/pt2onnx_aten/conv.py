@@ -5,6 +5,7 @@ from __future__ import annotations
 from pt2onnx.plugin import converter
 
 from ._common import FLOAT32_16, batched, compute, int_list
+from ._dims import ints, shape_of
 
 
 def _run(op, input, weight, bias, emit):
@@ -18,29 +19,50 @@ def _run(op, input, weight, bias, emit):
     return compute(op, in_kernel_dtype, values, op.output_dtype, FLOAT32_16)
 
 
-def _same_pads(op, weight, dilation):
+def _same_pads(weight, dilation):
+    """Conv's pads for torch's ``padding='same'`` (stride 1); None where the kernel size is
+    known only when the model runs (a weight passed as an input)."""
     kernel = list(weight.shape)[2:]
     if not all(isinstance(k, int) for k in kernel):
-        raise op.unsupported("padding", "same", "padding='same' needs a static kernel size")
+        return None
     total = [d * (k - 1) for d, k in zip(dilation, kernel)]
     # torch puts the odd element of the padding at the end, like ONNX SAME_UPPER.
     return [t // 2 for t in total] + [t - t // 2 for t in total]
 
 
+def _pad_same(op, x, w, dilation):
+    """``x`` padded as ``padding='same'`` pads it, for a kernel size known only at run time.
+
+    An explicit Pad, not ``auto_pad=SAME_UPPER``: onnxscript's pad rewrite fails on a Conv
+    whose kernel size is symbolic (onnxscript 0.7)."""
+    total = op.Mul(op.Sub(shape_of(op, w, start=2), ints(op, [1])), ints(op, dilation))
+    begin = op.Div(total, ints(op, [2]))
+    lead = ints(op, [0, 0])
+    return op.Pad(x, op.Concat(lead, begin, lead, op.Sub(total, begin), axis=0))
+
+
 def _conv(op, input, weight, bias, stride, padding, dilation, groups):
     spatial = op.rank_of(weight) - 2
     dilations = int_list(dilation, spatial)
+    pad_first = False
     if isinstance(padding, str):
         if padding == "valid":
             pads = [0] * (2 * spatial)
         elif padding == "same":
-            pads = _same_pads(op, weight, dilations)
+            pads = _same_pads(weight, dilations)
+            if pads is None:
+                pad_first, pads = True, [0] * (2 * spatial)
         else:
             raise op.unsupported("padding", padding, "expected 'same', 'valid' or ints")
     else:
         pads = int_list(padding, spatial) * 2
     attrs = {"strides": int_list(stride, spatial), "dilations": dilations, "pads": pads, "group": int(groups)}
-    return _run(op, input, weight, bias, lambda x, w, b: op.Conv(*[v for v in (x, w, b) if v is not None], **attrs))
+
+    def emit(x, w, b):
+        x = _pad_same(op, x, w, dilations) if pad_first else x
+        return op.Conv(*[v for v in (x, w, b) if v is not None], **attrs)
+
+    return _run(op, input, weight, bias, emit)
 
 
 def _conv_transpose(op, input, weight, bias, stride, padding, output_padding, groups, dilation):
