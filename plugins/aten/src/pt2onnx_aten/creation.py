@@ -1,4 +1,4 @@
-"""Creating tensors: arange, full, zeros/ones, *_like, new_*, empty, fill, copy, masked_fill.
+"""Creating tensors: arange, linspace, full, zeros/ones, *_like, new_*, empty, fill, copy, masked_fill.
 
 ``empty`` and ``empty_strided`` are filled with zeros: torch leaves their contents
 undefined, so any value is correct, and a model that reads them before writing them
@@ -12,6 +12,8 @@ import onnx_ir as ir
 from pt2onnx.plugin import converter
 
 from ._dims import expand_to, scalar_of, to_dtype, widen
+
+_HALVES = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 
 
 def _filled(op, shape, value):
@@ -109,3 +111,35 @@ def arange_start(op, start, end, **kwargs):
 @converter("aten::arange.default")
 def arange(op, end, **kwargs):
     return arange_start_step(op, 0, end, 1)
+
+
+@converter(
+    "aten::linspace.default",
+    "aten::linspace.Tensor_Tensor",
+    "aten::linspace.Tensor_Scalar",
+    "aten::linspace.Scalar_Tensor",
+)
+def linspace(op, start, end, steps, **kwargs):
+    """torch's CPU kernel: ``start + step * i`` over the first half, ``end - step * (steps -
+    1 - i)`` over the rest, ``start`` alone for one step (torch's decomposition differs).
+
+    Integer dtypes take ``start`` and ``end`` as integers first (4.3 counts from 4), the
+    step in double, and truncate each value. float16/bfloat16 run in float32, rounded
+    once: torch rounds after each operation in an order that depends on the CPU's vector
+    width, within about one unit in the last place of the larger bound."""
+    dtype = op.output_dtype
+    integral = not dtype.is_floating_point()
+    wide = ir.DataType.DOUBLE if integral else ir.DataType.FLOAT if dtype in _HALVES else dtype
+    if integral:
+        start, end = (scalar_of(op, v, dtype) for v in (start, end))
+    start, end = (scalar_of(op, v, wide) for v in (start, end))
+    n = scalar_of(op, steps, ir.DataType.INT64)
+    index = op.Cast(op.Range(op.constant(0, ir.DataType.INT64), n, op.constant(1, ir.DataType.INT64)), to=wide)
+    last = op.Cast(op.Sub(n, op.constant(1, ir.DataType.INT64)), to=wide)
+    step = op.Div(op.Sub(end, start), last)
+    halfway = op.Cast(op.Div(n, op.constant(2, ir.DataType.INT64)), to=wide)
+    rising = op.Add(start, op.Mul(step, index))
+    falling = op.Sub(end, op.Mul(step, op.Sub(last, index)))
+    values = op.Where(op.Less(index, halfway), rising, falling)
+    # One step: the step is 0 / 0, torch fills in start.
+    return to_dtype(op, op.Where(op.Equal(last, op.constant(0, wide)), start, values), dtype)
