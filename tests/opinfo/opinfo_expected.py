@@ -901,7 +901,45 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
 #: Under ``thorough`` (every sample): (op, dtype) pairs whose first sample passes and a later
 #: one fails, as (index of the first failing sample, outcome, reason). Strict like
 #: ``EXPECTED``: a listed pair that passes every sample, or fails elsewhere, fails the test.
-LATER_FAILURES: dict[str, dict[str, tuple[int, str, str]]] = {}
+LATER_FAILURES: dict[str, dict[str, tuple[int, str, str]]] = {
+    "_upsample_bilinear2d_aa": {
+        "float32": (
+            5,
+            "error",
+            "scales (1.7, 0.9) that do not give the output size (3, 3): torch maps coordinates by the scales, "
+            "ONNX Resize takes scales or sizes",
+        ),
+    },
+    "logspace": {
+        "bfloat16": (
+            310,
+            "wrong",
+            "torch's bfloat16 logspace rounds its exponents to bfloat16 (in an order that depends on the CPU's "
+            "vector width): up to 2.5% from the exact value, beyond bfloat16's rtol of 2%; the export (torch's "
+            "decomposition) rounds the exact value once",
+        ),
+    },
+    "logspace.tensor_overload": {
+        "bfloat16": (930, "wrong", "as logspace: torch rounds the exponents to bfloat16, up to 2.5% off"),
+    },
+    "nn.functional.scaled_dot_product_attention": {
+        "float32": (2, "error", "dropout_p=0.5: attention dropout draws random numbers, refused at export"),
+    },
+    "svd_lowrank": {
+        "float32": (8, "error", "no converter for linalg_qr and linalg_svd: ONNX has no QR or SVD"),
+    },
+    "nn.functional.conv_transpose2d": {
+        "bfloat16": (
+            2,
+            "wrong",
+            "output_padding >= stride (onnxruntime refuses it, the converter pads instead): torch's bfloat16 kernel "
+            "for it rounds partial sums to bfloat16, one ulp (0.5 at 64) off the float32 sum where results cancel",
+        ),
+    },
+    "nn.functional.conv_transpose3d": {
+        "bfloat16": (2, "wrong", "as conv_transpose2d: output_padding >= stride, torch's bfloat16 partial sums"),
+    },
+}
 
 
 def later_failure(name: str, dtype: str) -> tuple[int, str, str] | None:

@@ -185,3 +185,45 @@ def test_grid_sample_in_float64_below_opset_20_names_the_opset_that_runs_it():
     with pytest.raises(UnsupportedArgumentError, match="opset>=20"):
         export(model, (x, grid), opset=16)
     _check(model, (x, grid), "aten::grid_sampler", opset=20)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@given(data=st.data(), by_scale=st.booleans())
+def test_antialiased_interpolate(mode, data, by_scale):
+    # torchvision's Resize(antialias=True): down- and upscaling, by sizes or by scales.
+    # float32 only: torch has no half kernel, onnxruntime no float64 Resize (a clear error).
+    dtype = torch.float32
+    # Output width 2 or more: torch's kernel is wrong for outputs one pixel wide (a clear error, below).
+    sizes = [data.draw(st.integers(1, 12)), data.draw(st.integers(2, 12))]
+    x = data.draw(tensors((2, 2, *sizes), dtype, **INTERPOLATED))
+    if by_scale:
+        # Factors that give the output sizes exactly (others are a clear error, below).
+        factors = [data.draw(st.sampled_from([1.0, 2.0, 3.0])) for _ in range(2)]
+        options = {"scale_factor": factors}
+    else:
+        options = {"size": [data.draw(st.integers(1, 12)), data.draw(st.integers(2, 12))]}
+    model = Call(lambda x: F.interpolate(x, mode=mode, antialias=True, **options))
+    _check(model, (x,), f"aten::_upsample_{mode}2d_aa", opset=18)
+
+
+def test_antialiased_interpolate_with_align_corners_is_a_clear_error():
+    model = Call(lambda x: F.interpolate(x, size=(3, 3), mode="bilinear", antialias=True, align_corners=True))
+    with pytest.raises(UnsupportedArgumentError, match="align_corners=False"):
+        export(model, (torch.randn(1, 2, 8, 8),))
+
+
+def test_antialiased_resampling_to_one_pixel_wide_is_a_clear_error():
+    # torch gives every row the same value here (0.49, 0.49, 0.49 from 0.49 and 0.30);
+    # onnxruntime interpolates (0.49, 0.39, 0.30), as torch does on the transposed image.
+    model = Call(lambda x: F.interpolate(x, size=(3, 1), mode="bilinear", antialias=True))
+    x = torch.tensor([0.4896, 0.2960]).reshape(1, 1, 2, 1)
+    assert model(x).flatten().unique().numel() == 1
+    with pytest.raises(UnsupportedArgumentError, match="one pixel wide"):
+        export(model, (x,))
+
+
+def test_antialiased_resampling_by_inexact_scales_is_a_clear_error():
+    # 0.7 of 3 rows is 2.1: torch maps by 0.7, the output has 2 rows.
+    model = Call(lambda x: F.interpolate(x, scale_factor=(0.7, 1.5), mode="bilinear", antialias=True))
+    with pytest.raises(UnsupportedArgumentError, match="scales other than output size / input size"):
+        export(model, (torch.randn(1, 2, 3, 4),))

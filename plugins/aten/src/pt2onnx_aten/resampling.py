@@ -229,6 +229,50 @@ def upsample_interpolating(op, self, output_size, align_corners, *scales):
     return _run(op, self, _interpolating(op, spatial, output_size, list(scales) or None, attrs, align_corners))
 
 
+# ONNX Resize-18's antialias with exclude_outside is torch's antialiased filter (PIL's):
+# equal to within 1.5e-6 over down- and upscaling (bilinear, and bicubic with a = -0.5).
+_ANTIALIASED = {"antialias": 1, "exclude_outside": 1}
+
+
+@converter("aten::_upsample_bilinear2d_aa.default", "aten::_upsample_bicubic2d_aa.default", since=18)
+def upsample_antialiased(op, self, output_size, align_corners, *scales):
+    if align_corners:
+        raise op.unsupported(
+            "align_corners",
+            True,
+            "onnxruntime's antialiased Resize maps align_corners otherwise than torch (up to 1.1 apart on unit values)",
+            hint="use align_corners=False, torchvision's default",
+        )
+    bicubic = "bicubic" in op.node.target._schema.name
+    attrs = {"mode": "cubic", "cubic_coeff_a": -0.5} if bicubic else {"mode": "linear"}
+    (height, width), out_sizes = _input_meta(op).shape[-2:], op.output_meta.shape[-2:]
+    exact = [
+        f is None
+        or (float(f).is_integer() and statically_known_true(o == n * int(f)))
+        or (isinstance(n, int) and isinstance(o, int) and float(f) * n == o)
+        for n, o, f in zip((height, width), out_sizes, scales)
+    ]
+    if not all(exact):
+        # torch maps coordinates by the scale; onnxruntime's antialiased Resize by scales
+        # differs from torch's (0.05 on unit values at scale 1.5): only out / in is exported.
+        raise op.unsupported(
+            "scales",
+            list(scales),
+            "antialiased resampling by scales other than output size / input size",
+            hint="pass size= instead of scale_factor=, or scale factors that divide the sizes exactly",
+        )
+    if statically_known_true(out_sizes[1] == 1) and not statically_known_true(height == out_sizes[0]):
+        raise op.unsupported(
+            "output_size",
+            "one pixel wide",
+            "torch's antialiased kernel resamples the height wrongly for an output one pixel wide "
+            "(a torch defect: its result on the transposed image differs, up to 0.2 on unit values); "
+            "onnxruntime resamples it as torch does the transposed image, so the export would differ from eager",
+            hint="transpose the image so the single pixel is its height, or resize without antialias",
+        )
+    return _run(op, self, _interpolating(op, 2, output_size, None, attrs | _ANTIALIASED, False))
+
+
 # -- pixel (un)shuffle -----------------------------------------------------------------
 
 
