@@ -120,7 +120,12 @@ def test_upsample_to_a_fixed_size_by_scale_from_a_dynamic_size(mode):
 )
 def test_pixel_shuffle(data, dtype, batch_dims, factor, shuffle):
     batch = [data.draw(st.integers(1, 2)) for _ in range(batch_dims)]
-    c, h, w = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    # Empty heights and widths too (a 0 in Reshape's target copies the input's dim unless allowzero).
+    c, h, w = data.draw(st.integers(1, 2)), data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3))
+    if not shuffle and 0 in (h, w):
+        # torch's eager unshuffle returns an empty input unchanged, its meta function (the
+        # exported program's shapes) unshuffles it: they agree only for a factor of 1.
+        factor = 1
     if shuffle:
         x = data.draw(tensors((*batch, c * factor * factor, h, w), dtype))
         model, expect = Call(lambda x: F.pixel_shuffle(x, factor)), "aten::pixel_shuffle"
@@ -128,6 +133,12 @@ def test_pixel_shuffle(data, dtype, batch_dims, factor, shuffle):
         x = data.draw(tensors((*batch, c, h * factor, w * factor), dtype))
         model, expect = Call(lambda x: F.pixel_unshuffle(x, factor)), "aten::pixel_unshuffle"
     _check(model, (x,), expect)
+
+
+def test_pixel_unshuffle_of_an_empty_image():
+    # Thorough OpInfo: (1, 1, 0, 1) by 1; Reshape's target [1, 1, 0, 1] copied dim 2 (1) for the 0.
+    model = Call(lambda x: F.pixel_unshuffle(x, 1))
+    _check(model, (torch.randn(1, 1, 0, 1),), "aten::pixel_unshuffle")
 
 
 @given(

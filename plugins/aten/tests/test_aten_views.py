@@ -22,10 +22,15 @@ def test_permute(data, x):
     assert_exports_like_eager(Fn(lambda t: t.permute(perm)), (x,), expect_ops=["aten::permute"] if x.dim() else [])
 
 
-@given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=4, min_side=0), DTYPES))
+@given(data=st.data(), x=tensors(shapes(min_rank=0, max_rank=4, min_side=0), DTYPES))
 def test_transpose(data, x):
     a, b = data.draw(dims(x.dim())), data.draw(dims(x.dim()))
     assert_exports_like_eager(Fn(lambda t: t.transpose(a, b)), (x,), expect_ops=["aten::transpose.int"])
+
+
+def test_transpose_of_a_0d_tensor():
+    # Thorough OpInfo: transpose_copy(scalar, 0, 0) failed in the converter (an empty perm).
+    assert_exports_like_eager(Fn(lambda t: torch.transpose_copy(t, 0, -1)), (torch.tensor(2.5),))
 
 
 @given(data=st.data(), x=tensors(shapes(min_rank=1, max_rank=5, max_side=3), DTYPES))

@@ -294,7 +294,8 @@ def _rearrange(op, x, factor, shuffle):
         split = op.Concat(lead, channels, h, r, w, r, axis=0)
         perm = [*batch, b, b + 2, b + 4, b + 1, b + 3]
         merged = op.Concat(lead, op.Mul(channels, rr), h, w, axis=0)
-    return op.Reshape(op.Transpose(op.Reshape(x, split), perm=perm), merged)
+    # allowzero: every size is spelled out, so a 0 is an empty dim, not "copy the input's".
+    return op.Reshape(op.Transpose(op.Reshape(x, split, allowzero=1), perm=perm), merged, allowzero=1)
 
 
 @converter("aten::pixel_shuffle.default")

@@ -27,10 +27,12 @@ def permute(op, self, dims):
 @converter("aten::transpose.int")
 def transpose(op, self, dim0, dim1):
     rank = op.rank_of(self)
-    perm = list(range(rank))
     a, b = normalize_dim(dim0, rank), normalize_dim(dim1, rank)
+    if a == b:  # a 0-d tensor too (torch accepts dims 0 and -1 for it)
+        return self
+    perm = list(range(rank))
     perm[a], perm[b] = perm[b], perm[a]
-    return self if a == b else op.Transpose(self, perm=perm)
+    return op.Transpose(self, perm=perm)
 
 
 @converter("aten::movedim.int", "aten::movedim.intlist")
