@@ -153,6 +153,12 @@ def test_gather(data, x):
     assert_exports_like_eager(Fn2(lambda t, i: t.gather(d, i)), (x, i), expect_ops=["aten::gather"])
 
 
+def test_gather_by_an_empty_uint8_index():
+    # Thorough OpInfo: torch accepts an empty index of any integer dtype; GatherElements takes int32/int64.
+    x, index = torch.tensor([-8, 6, 9], dtype=torch.int8), torch.tensor([], dtype=torch.uint8)
+    assert_exports_like_eager(Fn2(lambda t, i: t.gather(0, i)), (x, index), expect_ops=["aten::gather"])
+
+
 @given(
     data=st.data(),
     w=tensors(shapes(min_rank=2, max_rank=2, max_side=5), st.sampled_from([torch.float32, torch.float16])),

@@ -126,6 +126,9 @@ def index_select(op, self, dim, index):
 
 @converter("aten::gather.default")
 def gather(op, self, dim, index, sparse_grad=False):
+    if index.dtype not in (ir.DataType.INT32, ir.DataType.INT64):
+        # torch checks the index dtype only when the index is not empty (an empty uint8 one passes).
+        index = op.Cast(index, to=ir.DataType.INT64)
     rank = op.rank_of(self)
     if rank == 0:
         flat = op.GatherElements(op.Reshape(self, ints(op, [1])), op.Reshape(index, ints(op, [1])), axis=0)
