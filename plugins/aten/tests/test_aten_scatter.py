@@ -50,6 +50,18 @@ def test_scatter(case, use_value):
     assert_exports_like_eager(model, (x, index, src), expect_ops=[op])
 
 
+@given(case=scatter_case(NUMERIC, unique=False), reduce=st.sampled_from(["add", "multiply"]), use_value=st.booleans())
+def test_scatter_with_reduce(case, reduce, use_value):
+    # torch's older scatter(reduce=...): duplicates accumulate (thorough OpInfo: no converter).
+    x, d, index, src = case
+    if use_value:
+        model = Fn3(lambda t, i, s: t.scatter(d, i, 2, reduce=reduce))
+    else:
+        model = Fn3(lambda t, i, s: t.scatter(d, i, s, reduce=reduce))
+    op = "aten::scatter.value_reduce" if use_value else "aten::scatter.reduce"
+    assert_exports_like_eager(model, (x, index, src), expect_ops=[op])
+
+
 @given(case=scatter_case(NUMERIC, unique=False))
 def test_scatter_add_accumulates_duplicates(case):
     x, d, index, src = case

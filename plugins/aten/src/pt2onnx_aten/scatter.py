@@ -61,6 +61,17 @@ def scatter_add(op, self, dim, index, src):
     return _scatter(op, self, axis, index, to_dtype(op, _updates(op, src, index, axis), self.dtype), "add")
 
 
+@converter("aten::scatter.reduce", "aten::scatter.value_reduce", since=16)
+def scatter_with_reduce(op, self, dim, index, src, *, reduce):
+    """torch's older ``scatter(..., reduce="add" | "multiply")``: ScatterElements reduces from opset 16."""
+    axis = _axis(op, self, dim)
+    if isinstance(src, ir.Value):
+        updates = to_dtype(op, _updates(op, src, index, axis), self.dtype)
+    else:
+        updates = expand_to(op, scalar_of(op, src, self.dtype), op.Shape(index))
+    return _scatter(op, self, axis, index, updates, {"add": "add", "multiply": "mul"}[reduce])
+
+
 _REDUCTIONS = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
 
 
