@@ -153,9 +153,14 @@ def test_gather(data, x):
     assert_exports_like_eager(Fn2(lambda t, i: t.gather(d, i)), (x, i), expect_ops=["aten::gather"])
 
 
-def test_gather_by_an_empty_uint8_index():
+def test_gather_by_empty_narrow_or_0d_shaped_indices():
     # Thorough OpInfo: torch accepts an empty index of any integer dtype; GatherElements takes int32/int64.
     x, index = torch.tensor([-8, 6, 9], dtype=torch.int8), torch.tensor([], dtype=torch.uint8)
+    assert_exports_like_eager(Fn2(lambda t, i: t.gather(0, i)), (x, index), expect_ops=["aten::gather"])
+    # A 0-d input gathered by a 1-d index of one element: the result has the index's shape.
+    assert_exports_like_eager(Fn2(lambda t, i: t.gather(0, i)), (torch.tensor(2.5), torch.tensor([0])), dynamic=False)
+    # ... and of another rank than the input's (2, 0), which torch checks only for non-empty indices.
+    index = torch.zeros(2, 0, dtype=torch.int64)
     assert_exports_like_eager(Fn2(lambda t, i: t.gather(0, i)), (x, index), expect_ops=["aten::gather"])
 
 

@@ -146,3 +146,11 @@ def test_scatter_add_and_sum_at_opset_16_and_max_refused_below_18():
         pt2onnx.export(Fn3(lambda t, i, s: t.scatter_reduce(1, i, s, "amax")), (x, i, s), opset=17)
     with pytest.raises(UnsupportedOpsError, match="the oldest that works: opset=16"):
         pt2onnx.export(Fn3(lambda t, i, s: t.scatter_add(1, i, s)), (x, i, s), opset=15)
+
+
+def test_masked_scatter_broadcasts_self_to_the_masks_shape():
+    # Thorough OpInfo: self (5,), mask (5, 5): the result is (5, 5).
+    x, mask, source = torch.randn(5), torch.rand(5, 5) > 0.5, torch.randn(5, 5)
+    assert_exports_like_eager(
+        Fn3(lambda t, m, s: t.masked_scatter(m, s)), (x, mask, source), expect_ops=["aten::masked_scatter"]
+    )

@@ -21,7 +21,7 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._dims import expand_to, ints, normalize_dim, shape_of, size, to_dtype, widen
+from ._dims import expand_to, ints, normalize_dim, scalar_of, shape_of, size, to_dtype, widen
 
 
 def _entries(op, indices):
@@ -129,10 +129,13 @@ def gather(op, self, dim, index, sparse_grad=False):
     if index.dtype not in (ir.DataType.INT32, ir.DataType.INT64):
         # torch checks the index dtype only when the index is not empty (an empty uint8 one passes).
         index = op.Cast(index, to=ir.DataType.INT64)
+    if 0 in list(index.shape):
+        # An empty index gathers nothing, whatever its rank (torch checks ranks only when it is not empty).
+        return expand_to(op, scalar_of(op, 0, self.dtype), op.Shape(index))
     rank = op.rank_of(self)
     if rank == 0:
         flat = op.GatherElements(op.Reshape(self, ints(op, [1])), op.Reshape(index, ints(op, [1])), axis=0)
-        return op.Reshape(flat, ints(op, []))
+        return op.Reshape(flat, op.Shape(index))  # index's shape: () or (1,)
     axis = normalize_dim(dim, rank)
     return op.GatherElements(crop_to(op, self, index, axis), index, axis=axis)
 

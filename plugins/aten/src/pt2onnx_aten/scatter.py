@@ -170,6 +170,8 @@ def slice_scatter(op, self, src, dim=0, start=None, end=None, step=1):
 @converter("aten::masked_scatter.default")
 def masked_scatter(op, self, mask, source):
     # The i-th true position of the (broadcast) mask takes source's i-th element.
+    if list(self.shape) != list(mask.shape):
+        self = expand_to(op, self, op.Shape(mask))  # torch broadcasts self and mask together (Expand is two-way)
     flat_mask = op.Reshape(expand_to(op, mask, op.Shape(self)), ints(op, [-1]))
     order = op.CumSum(op.Cast(flat_mask, to=ir.DataType.INT64), op.constant(0, ir.DataType.INT64))
     position = op.Max(op.Sub(order, ints(op, [1])), ints(op, [0]))
