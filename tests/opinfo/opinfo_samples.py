@@ -167,10 +167,12 @@ def tolerance(info: Any, tensors: tuple[torch.Tensor, ...]) -> float | None:
         return TORCH_TOLERANCES[info.name]
     if not info.name.startswith("fft."):
         return None
-    reals = [torch.view_as_real(t) if t.is_complex() else t for t in tensors if t.is_floating_point() or t.is_complex()]
+    # Integer and bool inputs count too: torch transforms them in float32 (the default dtype).
+    reals = [torch.view_as_real(t) if t.is_complex() else t for t in tensors]
     if not reals:
         return None
-    return 64 * torch.finfo(reals[0].dtype).eps * (sum(float(t.abs().sum()) for t in reals) + 1)
+    eps = torch.finfo(reals[0].dtype if reals[0].is_floating_point() else torch.get_default_dtype()).eps
+    return 64 * eps * (sum(float(t.double().abs().sum()) for t in reals) + 1)
 
 
 def run_sample(info: Any, sample: Any, check: Callable[..., Any]) -> Outcome:
