@@ -37,6 +37,8 @@ def int_list(value: Any, rank: int) -> list[int]:
 D = ir.DataType
 FLOATS = frozenset({D.FLOAT, D.DOUBLE, D.FLOAT16})
 FLOAT32_16 = frozenset({D.FLOAT, D.FLOAT16})
+#: The half-precision floats, which onnxruntime mostly computes in float32.
+HALVES = frozenset({D.FLOAT16, D.BFLOAT16})
 SIGNED = frozenset({D.INT8, D.INT16, D.INT32, D.INT64})
 INTS = SIGNED | {D.UINT8}
 NUMBERS = FLOATS | INTS

@@ -11,9 +11,8 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
+from ._common import HALVES
 from ._dims import expand_to, scalar_of, to_dtype, widen
-
-_HALVES = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 
 
 def _filled(op, shape, value):
@@ -129,7 +128,7 @@ def linspace(op, start, end, steps, **kwargs):
     width, within about one unit in the last place of the larger bound."""
     dtype = op.output_dtype
     integral = not dtype.is_floating_point()
-    wide = ir.DataType.DOUBLE if integral else ir.DataType.FLOAT if dtype in _HALVES else dtype
+    wide = ir.DataType.DOUBLE if integral else ir.DataType.FLOAT if dtype in HALVES else dtype
     if integral:
         start, end = (scalar_of(op, v, dtype) for v in (start, end))
     start, end = (scalar_of(op, v, wide) for v in (start, end))

@@ -14,18 +14,16 @@ import numpy as np
 
 from pt2onnx.plugin import converter
 
-from ._common import D, is_inf
-
-_HALF = frozenset({D.FLOAT16, D.BFLOAT16})
+from ._common import HALVES, D, is_inf
 
 
 @converter("aten::histc.default", since=16)
 def histc(op, self, bins=100, min=0, max=0):
     dtype = op.output_dtype
-    if dtype not in (D.FLOAT, D.DOUBLE, *_HALF):
+    if dtype not in (D.FLOAT, D.DOUBLE, *HALVES):
         raise op.unsupported("self", dtype.name, "torch.histc takes floating-point tensors only")
     # Half precision computes in float32, rounding every step back to the dtype as torch's Half arithmetic does.
-    wide = D.FLOAT if dtype in _HALF else dtype
+    wide = D.FLOAT if dtype in HALVES else dtype
 
     def rounded(value):
         return op.Cast(op.Cast(value, to=dtype), to=wide) if wide != dtype else value
@@ -40,7 +38,7 @@ def histc(op, self, bins=100, min=0, max=0):
     lo, hi = (_edge(op, v, dtype, wide) for v in (lo, hi))
     inside = op.And(op.GreaterOrEqual(x, lo), op.LessOrEqual(x, hi))
     span = rounded(op.Sub(hi, lo))
-    if dtype not in _HALF:
+    if dtype not in HALVES:
         # torch takes the edges from a linspace, whose step overflows to inf when the span does:
         # its edges are then NaN and no element is counted.
         inside = op.And(inside, op.Not(is_inf(op, span)))

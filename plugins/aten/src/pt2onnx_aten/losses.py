@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pt2onnx.plugin import converter
 
-from ._common import D, compute
+from ._common import HALVES, D, compute
 
-_HALVES = (D.FLOAT16, D.BFLOAT16)
 _NONE, _MEAN, _SUM = 0, 1, 2  # torch's ``reduction`` enum
 
 
@@ -21,7 +20,7 @@ def soft_margin_loss(op, self, target, reduction=1):
     dtype = op.output_dtype
 
     def rounded(value):
-        return op.Cast(op.Cast(value, to=dtype), to=value.dtype) if dtype in _HALVES else value
+        return op.Cast(op.Cast(value, to=dtype), to=value.dtype) if dtype in HALVES else value
 
     def loss(x, y):
         # log1p(exp(-x * y)), rounded after each op as torch's half arithmetic is

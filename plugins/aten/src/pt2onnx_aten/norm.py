@@ -26,14 +26,12 @@ import torch
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, as_dtype, compute
+from ._common import FLOATS, HALVES, as_dtype, compute
 from ._dims import ints, reduce_over, shape_of, static_dims
-
-_HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 
 
 def _stat_dtype(dtype):
-    return ir.DataType.FLOAT if dtype in _HALF else dtype
+    return ir.DataType.FLOAT if dtype in HALVES else dtype
 
 
 def _filled(op, x, value, dtype, start, end=None):
@@ -120,7 +118,7 @@ def _batch_statistics(op, input, weight, bias, eps):
     x = as_dtype(op, input, _stat_dtype(dtype))
     axes = [0, *range(2, rank)]
     mean, rstd, var = _moments(op, x, axes, float(eps))
-    if dtype in _HALF:
+    if dtype in HALVES:
         mean, rstd = _rounded_batch_moments(op, x, mean, var, axes, eps, dtype)
     y = as_dtype(op, _scale_shift(op, x, mean, rstd, *_channel_params(op, weight, bias, x.dtype, rank)), dtype)
     squeeze = op.constant(axes)
@@ -281,7 +279,7 @@ def instance_norm(op, input, weight, bias, running_mean, running_var, use_input_
     x = as_dtype(op, input, _stat_dtype(dtype))
     axes = list(range(2, rank))
     mean, rstd, var = _moments(op, x, axes, float(eps))
-    if dtype in _HALF:
+    if dtype in HALVES:
         mean, rstd = _rounded_batch_moments(op, x, mean, var, axes, eps, dtype)
     return as_dtype(op, _scale_shift(op, x, mean, rstd, *_channel_params(op, weight, bias, x.dtype, rank)), dtype)
 
