@@ -188,3 +188,11 @@ def test_integer_linspace_counts_from_the_integers_of_its_bounds(dtype):
     # neither a float64 nor a float32 step reproduces it in 2,000 draws (5% differ by 1).
     model = Fn2(lambda a, b: (torch.linspace(4.3, -3, 50, dtype=dtype), torch.linspace(-3.7, 4.9, 5, dtype=dtype)))
     assert_exports_like_eager(model, (torch.zeros(1), torch.zeros(1)), expect_ops=["aten::linspace"])
+
+
+def test_linspace_from_a_tensor_and_a_number():
+    # The mixed overloads: a 0-d tensor bound beside a Python number.
+    model = Fn2(lambda a, b: (torch.linspace(a, 7.5, 9), torch.linspace(-2.0, b, 6)))
+    args = (torch.tensor(1.25), torch.tensor(3.0))
+    expect = ["aten::linspace.Tensor_Scalar", "aten::linspace.Scalar_Tensor"]
+    assert_exports_like_eager(model, args, expect_ops=expect)
