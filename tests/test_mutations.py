@@ -1,4 +1,4 @@
-"""Mutated buffers and inputs, as the graph signature says: extra ``<name>.updated`` outputs;
+"""Mutated buffers, parameters and inputs, as the graph signature says: extra ``<name>.updated`` outputs;
 ``ExportResult.run`` writes updated inputs back in place. Both capture modes.
 (The seeds' ``x[..., idx] = y`` on a clone is in tests/test_seeds.py.)"""
 
@@ -20,6 +20,19 @@ class Counter(torch.nn.Module):
     def forward(self, x):
         self.total.add_(x.sum(0))
         return x * 2 + self.total
+
+
+class Decay(torch.nn.Module):
+    """A parameter changed in place outside autograd (as nn.Embedding's max_norm does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.full((3,), 4.0))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.weight.mul_(0.5)
+        return x * self.weight
 
 
 class AddInPlace(torch.nn.Module):
@@ -56,6 +69,18 @@ def test_buffer_mutation_is_an_updated_output(strict):
     got = dict(zip(names, session.run(None, {result.input_names[0]: x.numpy()})))
     torch.testing.assert_close(torch.from_numpy(got["total.updated"]), eager.total)
     torch.testing.assert_close(result.run(x), expected)
+
+
+@MODES
+def test_parameter_mutation_is_an_updated_output(strict):
+    x = torch.randn(2, 3)
+    result = pt2onnx.export(Decay(), (x,), strict=strict)
+    assert result.output_names[-1] == "weight.updated"
+    eager = Decay()
+    expected = eager(x).detach()
+    out, weight = result.session().run(None, {result.input_names[0]: x.numpy()})
+    torch.testing.assert_close(torch.from_numpy(weight), eager.weight.detach())
+    torch.testing.assert_close(torch.from_numpy(out), expected)
 
 
 @MODES

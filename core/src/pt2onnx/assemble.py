@@ -136,7 +136,7 @@ def assemble(
                     complex_outputs.add(user_outputs[-1])
             else:
                 layout.user.append(("constant", value))
-        elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
+        elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION, OutputKind.USER_INPUT_MUTATION):
             assert spec.target is not None
             mutation_outputs.append(_output_value(graph, value, f"{spec.target}.updated", used))
             targets.append(spec.target)
