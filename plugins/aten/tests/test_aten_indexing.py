@@ -1,4 +1,5 @@
-"""Reading and writing by index: index, index_put, index_select, gather, embedding, nonzero."""
+"""Reading and writing by index: index, index_put, index_select, gather, embedding (and its max_norm), repeat_interleave by
+a tensor, nonzero."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dims, shapes, tensors
 
 DTYPES = st.sampled_from([getattr(torch, n) for n in ALL_DTYPES])
+FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 
 def indices(shape, low, high):
@@ -172,6 +174,51 @@ def test_embedding(data, w):
     ids = data.draw(indices(shapes(max_rank=3, max_side=3), 0, w.shape[0] - 1))
     model = Fn2(lambda i, weight: torch.nn.functional.embedding(i, weight, padding_idx=0))
     assert_exports_like_eager(model, (ids, w), expect_ops=["aten::embedding"])
+
+
+@given(
+    data=st.data(),
+    w=tensors(shapes(min_rank=2, max_rank=2, max_side=5), st.sampled_from(FLOAT_DTYPES)),
+    max_norm=st.floats(0.1, 4.0),
+    norm_type=st.sampled_from([1.0, 2.0, 3.5, float("inf")]),
+)
+def test_embedding_max_norm_renorms_the_rows_it_reads(data, w, max_norm, norm_type):
+    ids = data.draw(indices(shapes(max_rank=2, max_side=4), 0, w.shape[0] - 1))
+    model = Fn2(lambda i, weight: torch.nn.functional.embedding(i, weight, max_norm=max_norm, norm_type=norm_type))
+    assert_exports_like_eager(model, (ids, w), expect_ops=["aten::embedding_renorm"])
+
+
+def test_embedding_max_norm_of_a_module_updates_its_weight_as_an_output():
+    # nn.Embedding(max_norm=...) renorms its own weight in place: a parameter mutation,
+    # which becomes the output ``<parameter>.updated`` as a mutated buffer does.
+    torch.manual_seed(0)
+    table = torch.nn.Embedding(6, 3, max_norm=0.5)
+    ids = torch.tensor([[0, 2], [2, 5]])
+    expected_weight = table.weight.detach().clone()
+    torch.nn.functional.embedding(ids, expected_weight, max_norm=0.5)
+    result = pt2onnx.export(table, (ids,))
+    assert result.output_names[-1] == "weight.updated"
+    out, weight = result.session().run(None, {result.input_names[0]: ids.numpy()})
+    torch.testing.assert_close(torch.from_numpy(weight), expected_weight)
+    torch.testing.assert_close(torch.from_numpy(out), table(ids).detach())
+
+
+@given(
+    data=st.data(),
+    x=tensors(shapes(min_rank=1, max_rank=3, max_side=4), DTYPES),
+    repeats_dtype=st.sampled_from([torch.int64, torch.int32]),
+)
+def test_repeat_interleave_by_a_tensor_of_repeats(data, x, repeats_dtype):
+    # Repeats are counts: no negative ones (torch refuses them), zeros included.
+    dim = data.draw(st.integers(0, x.dim() - 1))
+    repeats = data.draw(tensors((x.shape[dim],), repeats_dtype, low=0, high=3, edge_values=False))
+    model = Fn2(lambda t, r: t.repeat_interleave(r, dim=dim))
+    assert_exports_like_eager(model, (x, repeats), expect_ops=["aten::repeat_interleave.Tensor"])
+
+
+def test_repeat_interleave_of_repeats_alone_counts_out_the_indices():
+    repeats = torch.tensor([1, 0, 3, 0], dtype=torch.int32)
+    assert_exports_like_eager(Fn(torch.repeat_interleave), (repeats,), expect_ops=["aten::repeat_interleave.Tensor"])
 
 
 @given(x=tensors(shapes(max_rank=4, min_side=0, max_side=3), DTYPES, low=-1, high=1))

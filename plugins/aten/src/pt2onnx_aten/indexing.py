@@ -1,5 +1,5 @@
 """Reading and writing by index: index, _unsafe_index, index_put, index_select, gather,
-embedding, embedding_bag, nonzero.
+embedding, embedding_renorm (max_norm), embedding_bag, repeat_interleave's indices, nonzero.
 
 Advanced indexing (``x[i, :, j]``) moves the indexed dims to the front, stacks the
 broadcast index tensors into one ``[..., k]`` tensor and uses ``GatherND``/``ScatterND``.
@@ -21,7 +21,8 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._dims import expand_to, ints, normalize_dim, scalar_of, shape_of, size, to_dtype, widen
+from ._common import HALVES, D
+from ._dims import expand_to, ints, normalize_dim, reduce_over, scalar_of, shape_of, size, to_dtype, widen
 
 
 def _entries(op, indices):
@@ -156,6 +157,64 @@ def embedding(op, weight, indices, padding_idx=-1, scale_grad_by_freq=False, spa
     return op.Gather(weight, indices, axis=0)
 
 
+@converter("aten::embedding_renorm.default", since=16)
+def embedding_renorm(op, self, indices, max_norm, norm_type):
+    """``self`` with each row that ``indices`` name scaled to ``max_norm`` where its
+    ``norm_type``-norm exceeds it (F.embedding's ``max_norm``), by torch's kernel's factor
+    ``max_norm / (norm + 1e-7)``. The norm is taken in float32 for half precision and
+    rounded to it, as torch's kernel reads it; like torch's, the norm of a row of two or
+    more elements overflows to inf (the row then becomes NaN or 0) where its sum does."""
+    x = op.Cast(self, to=D.FLOAT) if self.dtype in HALVES else self
+    magnitude = op.Abs(x)
+    axis = [1]
+    # torch's norm of one element is its magnitude; of more, a plain sum that may overflow.
+    if norm_type == float("inf") or (self.shape is not None and self.shape[1] == 1):
+        norm = reduce_over(op, "ReduceMax", magnitude, axis, keepdims=1)
+    elif norm_type == 1:
+        norm = reduce_over(op, "ReduceSum", magnitude, axis, keepdims=1)
+    elif norm_type == 2:
+        norm = reduce_over(op, "ReduceL2", x, axis, keepdims=1)
+    else:
+        p = op.constant(float(norm_type), x.dtype)
+        total = reduce_over(op, "ReduceSum", op.Pow(magnitude, p), axis, keepdims=1)
+        norm = op.Pow(total, op.Reciprocal(p))
+    if self.dtype in HALVES:
+        norm = op.Cast(op.Cast(norm, to=self.dtype), to=D.FLOAT)
+    limit = op.constant(float(max_norm), x.dtype)
+    scaled = op.Mul(x, op.Div(limit, op.Add(norm, op.constant(1e-7, x.dtype))))
+    # Rows named at least once: a count scattered by add (repeated indices are summed).
+    rows = op.Slice(op.Shape(self), ints(op, [0]), ints(op, [1]))
+    flat = op.Reshape(to_dtype(op, indices, D.INT64), ints(op, [-1]))
+    named = op.ScatterElements(
+        expand_to(op, op.constant(0, D.INT64), rows),
+        flat,
+        expand_to(op, op.constant(1, D.INT64), op.Shape(flat)),
+        axis=0,
+        reduction="add",
+    )
+    renorm = op.And(op.Unsqueeze(op.Greater(named, op.constant(0, D.INT64)), ints(op, [1])), op.Greater(norm, limit))
+    return to_dtype(op, op.Where(renorm, scaled, x), self.dtype)
+
+
+@converter("aten::repeat_interleave.Tensor", since=16)
+def repeat_interleave_indices(op, repeats, *, output_size=None):
+    """``i`` repeated ``repeats[i]`` times, for every ``i``: the index that
+    ``x.repeat_interleave(repeats_tensor, dim)`` gathers with (torch's decomposition of it).
+
+    Each output position counts the runs that end at or before it: ones scattered (added,
+    so that empty runs ending together count each) at the run ends, then a CumSum."""
+    i64 = D.INT64
+    ends = op.CumSum(to_dtype(op, repeats, i64), op.constant(0, i64))
+    total = op.Slice(op.Concat(ints(op, [0]), ends, axis=0), ints(op, [-1]), ints(op, [2**62]))
+    inner_ends = op.Slice(ends, ints(op, [0]), ints(op, [-1]))
+    marks = expand_to(op, op.constant(0, i64), op.Add(total, ints(op, [1])))
+    marks = op.ScatterElements(
+        marks, inner_ends, expand_to(op, op.constant(1, i64), op.Shape(inner_ends)), axis=0, reduction="add"
+    )
+    index = op.CumSum(op.Slice(marks, ints(op, [0]), total), op.constant(0, i64))
+    return to_dtype(op, index, repeats.dtype)
+
+
 @converter("aten::nonzero.default")
 def nonzero(op, self):
     mask = to_dtype(op, self, ir.DataType.BOOL)
@@ -193,9 +252,9 @@ def embedding_bag(
     mean divides by the count, and an empty bag gives 0 in every mode.
 
     Offsets are non-decreasing, as torch documents, and with ``include_last_offset`` their
-    last one is ``len(indices)``: outside that contract torch's own modes disagree (sum
-    stops the last bag at ``offsets[-1]``, mean and max read on to the end), and the model
-    follows sum.
+    last one is ``len(indices)``: outside that contract torch's own kernels disagree (float32
+    sum stops the last bag at ``offsets[-1]``; float64 sum, mean and max read on to the
+    end), and the model follows float32 sum.
 
     The other three outputs are those of torch's CPU kernel: ``offset2bag`` the bag id of
     each index (empty where torch's meta says so: sum mode on its fast path), ``bag_size``
