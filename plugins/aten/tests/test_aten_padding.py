@@ -48,6 +48,32 @@ def test_pad(data, mode):
     assert_exports_like_eager(model, (x,), expect_ops=["aten::pad"])
 
 
+@given(data=st.data(), k=st.integers(1, 3), x_dtype=DTYPES)
+def test_replication_pad_that_crops(data, k, x_dtype):
+    # Negative pads crop; where the crop leaves nothing of a dim, torch replicates its
+    # edge element still (width 4 padded by (-4, 5): five copies of the last element).
+    batch = data.draw(st.sampled_from([(2,), (1, 2)]))
+    shape = batch + tuple(data.draw(st.lists(st.integers(1, 4), min_size=k, max_size=k)))
+    x = data.draw(tensors(shape, x_dtype))
+    pad = []
+    for i in range(k):
+        n = shape[-1 - i]
+        begin = data.draw(st.integers(-n - 1, 3))
+        pad += [begin, data.draw(st.integers(-n - 1, 3))]
+        assume(n + pad[-2] + pad[-1] > 0)  # torch refuses an empty output
+    model = Fn(lambda t: F.pad(t, pad, mode="replicate"))
+    try:
+        model(x)
+    except RuntimeError:
+        assume(False)  # a crop torch's kernel refuses for this rank
+    assert_exports_like_eager(model, (x,), expect_ops=["aten::pad"])
+
+
+def test_replication_pad_whose_crop_leaves_nothing():
+    x = torch.arange(8.0).reshape(1, 2, 4)
+    assert_exports_like_eager(Fn(lambda t: F.pad(t, (-4, 5), mode="replicate")), (x,), expect_ops=["aten::pad"])
+
+
 @pytest.mark.parametrize("opset", [None, 14])
 @given(data=st.data())
 def test_circular_pad_crops_then_wraps(opset, data):

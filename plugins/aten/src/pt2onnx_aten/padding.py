@@ -8,7 +8,24 @@ from __future__ import annotations
 
 from pt2onnx.plugin import converter
 
-from ._dims import INT64_MAX, ints, scalar_of, to_dtype, widen
+from ._dims import INT64_MAX, ints, scalar_of, size, to_dtype, widen
+
+
+def _replicate_by_gather(op, x, begins, ends):
+    """Replication padding with a crop: ``out[j] = x[clamp(j - begin, 0, n - 1)]`` along each
+    padded dim, torch's kernel's own indexing. Where the crop leaves nothing (width 4
+    padded by (-4, 5)) torch still replicates the last element, and onnxruntime's edge
+    ``Pad`` fails at run time ("zero effective input extent")."""
+    zero, one = ints(op, [0]), ints(op, [1])
+    for axis, (begin, end) in enumerate(zip(begins, ends)):
+        if begin == 0 and end == 0:
+            continue
+        n = size(op, x, axis)
+        length = op.Squeeze(op.Add(n, ints(op, [begin + end])), zero)
+        positions = op.Sub(op.Range(op.constant(0), length, op.constant(1)), op.constant(begin))
+        index = op.Min(op.Max(positions, op.constant(0)), op.Squeeze(op.Sub(n, one), zero))
+        x = op.Gather(x, index, axis=axis)
+    return op.Identity(x)
 
 
 def _pad(op, x, pad, mode, value=None):
@@ -16,6 +33,8 @@ def _pad(op, x, pad, mode, value=None):
     pairs = len(pad) // 2
     begins = [0] * (rank - pairs) + [pad[2 * (rank - 1 - d)] for d in range(rank - pairs, rank)]
     ends = [0] * (rank - pairs) + [pad[2 * (rank - 1 - d) + 1] for d in range(rank - pairs, rank)]
+    if mode == "edge" and min(begins + ends) < 0:
+        return _replicate_by_gather(op, x, begins, ends)
     data = widen(op, x, "Pad")
     if mode == "constant":
         out = op.Pad(data, op.shape_tensor(begins + ends), scalar_of(op, value or 0, data.dtype), mode=mode)
