@@ -35,14 +35,25 @@ def to_ort(value: Any) -> ort.OrtValue:
     return ort.OrtValue.ortvalue_from_numpy(value.numpy())
 
 
+#: onnxruntime's element types that numpy has no dtype for, read as raw bytes instead.
+_RAW_TYPES: dict[str, torch.dtype] = {
+    "tensor(bfloat16)": torch.bfloat16,
+    "tensor(float8e4m3fn)": torch.float8_e4m3fn,
+    "tensor(float8e4m3fnuz)": torch.float8_e4m3fnuz,
+    "tensor(float8e5m2)": torch.float8_e5m2,
+    "tensor(float8e5m2fnuz)": torch.float8_e5m2fnuz,
+}
+
+
 def from_ort(value: ort.OrtValue) -> torch.Tensor:
     """An OrtValue as a torch tensor."""
-    if value.data_type() == "tensor(bfloat16)":
+    dtype = _RAW_TYPES.get(value.data_type())
+    if dtype is not None:
         shape = value.shape()
         if math.prod(shape) == 0:
-            return torch.empty(shape, dtype=torch.bfloat16)
-        raw = ctypes.string_at(value.data_ptr(), math.prod(shape) * 2)
-        return torch.frombuffer(bytearray(raw), dtype=torch.bfloat16).reshape(shape)
+            return torch.empty(shape, dtype=dtype)
+        raw = ctypes.string_at(value.data_ptr(), math.prod(shape) * dtype.itemsize)
+        return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
     return torch.from_numpy(np.asarray(value.numpy()))
 
 

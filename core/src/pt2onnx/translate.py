@@ -282,6 +282,7 @@ class GraphTranslator:
             fn, plugin = entry.winner.fn, entry.winner.plugin
             self.entries[op_name(node.target)] = entry
             _check_complex(node, entry.winner)
+        _check_float8(node, self.opset)
         args = _resolve(node.args, env)
         kwargs = _resolve(node.kwargs, env)
         graph = op.builder.graph
@@ -429,6 +430,23 @@ def _check_complex(node: torch.fx.Node, winner: Registration) -> None:
             hint="keep complex arithmetic out of the exported model (torch.view_as_real it right after the FFT), "
             "or convert the op with a plugin whose converter says complex_values=True",
         ).at(location_of(node))
+
+
+#: ONNX's float8 types appeared in opset 19: below it no Cast or Constant may hold them.
+_FLOAT8_SINCE = 19
+_FLOAT8 = {torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz}
+
+
+def _check_float8(node: torch.fx.Node, opset: int) -> None:
+    """Refuse a float8 value below opset 19, naming the opset that has them."""
+    if opset >= _FLOAT8_SINCE:
+        return
+    metas = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+    for meta in _flatten(metas):
+        if isinstance(meta, torch.Tensor) and meta.dtype in _FLOAT8:
+            raise UnsupportedArgumentError(
+                "dtype", meta.dtype, f"ONNX has float8 types from opset {_FLOAT8_SINCE} on", since=_FLOAT8_SINCE
+            ).at(location_of(node))
 
 
 def _stamp(graph: ir.Graph, count: int, props: dict[str, str]) -> set[ir.Node]:
