@@ -67,26 +67,51 @@ def sample_module(info: Any, sample: Any) -> tuple[SampleModule, tuple[torch.Ten
     leaves, spec = pytree.tree_flatten(structure)
     leaves = [leaf.detach() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
     tensors = tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
-    fn = _sorting_first(info.op, SORTED_ARGUMENT[info.name]) if info.name in SORTED_ARGUMENT else info.op
+    fn = _keeping_contract(info.op, CONTRACTS[info.name]) if info.name in CONTRACTS else info.op
     return SampleModule(fn, leaves, spec).eval(), tensors
 
 
-#: Ops that take a sorted sequence, by its position: the harness grows inputs to other
-#: sizes by repeating slices, which unsorts it (and invalidates a ``sorter``).
-SORTED_ARGUMENT = {"searchsorted": 0, "bucketize": 1}
+def _sorted_sequence(position: int) -> Callable[..., tuple[list[Any], dict[str, Any]]]:
+    """Sort the sequence at ``position`` (or recompute its ``sorter``)."""
 
-
-def _sorting_first(op: Callable[..., Any], position: int) -> Callable[..., Any]:
-    """``op`` with its sorted argument sorted (or its ``sorter`` recomputed) in the module:
-    a no-op on op_db's own samples, a valid sequence for the harness's grown ones."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        args = list(args)
+    def keep(args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         if kwargs.get("sorter") is not None:
             kwargs["sorter"] = torch.argsort(args[position], dim=-1, stable=True)
         else:
             args[position] = torch.sort(args[position], dim=-1).values
-        return op(*args, **kwargs)
+        return args, kwargs
+
+    return keep
+
+
+def _bag_offsets(args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """Non-decreasing offsets, the last one ``len(indices)`` with ``include_last_offset``
+    (torch's contract: outside it, its float32 and float64 kernels disagree)."""
+    offsets = kwargs.get("offsets")
+    if offsets is not None:
+        offsets = torch.sort(offsets).values
+        if kwargs.get("include_last_offset"):
+            offsets = torch.cat([offsets[:-1], offsets.new_full((1,), args[1].numel())])
+        kwargs["offsets"] = offsets
+    return args, kwargs
+
+
+#: Ops whose arguments obey a contract the harness's grown inputs (other sizes, by repeating
+#: slices) break: a sorted sequence unsorted, a ``sorter`` or bag offsets made invalid.
+CONTRACTS: dict[str, Callable[..., tuple[list[Any], dict[str, Any]]]] = {
+    "searchsorted": _sorted_sequence(0),
+    "bucketize": _sorted_sequence(1),
+    "nn.functional.embedding_bag": _bag_offsets,
+}
+
+
+def _keeping_contract(op: Callable[..., Any], keep: Callable[..., Any]) -> Callable[..., Any]:
+    """``op`` with its arguments brought into its contract in the module: a no-op on op_db's
+    own samples, valid arguments for the harness's grown ones."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        new_args, new_kwargs = keep(list(args), dict(kwargs))
+        return op(*new_args, **new_kwargs)
 
     return call
 
