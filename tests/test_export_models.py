@@ -115,3 +115,31 @@ def test_callable_and_exported_program_are_accepted():
     result = pt2onnx.export(program)
     assert result.report.capture == "given ExportedProgram"
     assert result.verify(torch.randn(2, 8)).ok
+
+
+class _TakesKeywords(torch.nn.Module):
+    def forward(self, x, scale=None, **extra):
+        return x * extra["bias"].sum(0) + (0 if scale is None else scale)
+
+
+@pytest.mark.parametrize(
+    "dynamic_shapes",
+    [
+        "auto",
+        {"x": {0: BATCH}, "extra": {"bias": {0: torch.export.Dim("rows")}}},  # torch's documented form
+        {"x": {0: BATCH}, "bias": {0: torch.export.Dim("rows")}},
+    ],
+    ids=["auto", "nested", "flat"],
+)
+def test_keywords_caught_by_var_keyword_take_dynamic_shapes(dynamic_shapes):
+    # torch.export 2.13 alone fails on any of these ("Must provide a tree_name"): transformers
+    # 5.24 takes past_key_values this way.
+    model = _TakesKeywords()
+    result = pt2onnx.export(
+        model, (), {"x": torch.randn(2, 3), "bias": torch.randn(4, 3)}, dynamic_shapes=dynamic_shapes
+    )
+    assert result.input_names == ["x", "bias"]
+    assert all(not str(v.shape[0]).isdigit() for v in result.model.graph.inputs)
+    check = result.verify(x=torch.randn(5, 3), bias=torch.randn(7, 3))
+    assert check.ok, check
+    assert "forward" not in vars(model)  # the capture's flat signature is gone again

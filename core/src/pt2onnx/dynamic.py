@@ -21,7 +21,7 @@ import torch.utils._pytree as pytree
 from torch.export import Dim, ExportedProgram
 
 from .errors import CaptureError
-from .signature import flatten_inputs, user_input_names
+from .signature import bound_arguments, flatten_inputs, user_input_names
 
 __all__ = ["AUTO", "dims_from_examples", "input_dim_names", "resolve_dynamic_shapes", "static_dims"]
 
@@ -33,8 +33,8 @@ def _per_argument(
     forward: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], spec_of: Callable[[Any], Any]
 ) -> dict[str, Any]:
     """``dynamic_shapes`` keyed by ``forward``'s parameter names, ``spec_of(tensor)`` for each tensor leaf."""
-    bound = inspect.signature(forward).bind(*args, **kwargs)
-    return {name: _specs(value, spec_of) for name, value in bound.arguments.items()}
+    bound = bound_arguments(inspect.signature(forward), args, kwargs)
+    return {name: _specs(value, spec_of) for name, value in bound.items()}
 
 
 def _is_custom_node(value: Any) -> bool:
@@ -110,7 +110,19 @@ def resolve_dynamic_shapes(
         return _per_argument(forward, args, kwargs, _every_dim)
     if dynamic_shapes is None and other_inputs and forward is not None:
         return dims_from_examples(forward, args, kwargs, other_inputs)
+    if isinstance(dynamic_shapes, dict) and forward is not None:
+        return _flat_keywords(dynamic_shapes, inspect.signature(forward), kwargs)
     return dynamic_shapes
+
+
+def _flat_keywords(dynamic_shapes: dict[str, Any], signature: inspect.Signature, kwargs: dict[str, Any]) -> Any:
+    """Specs nested under the ``**kwargs`` parameter (torch's documented form) moved up beside the others,
+    as the capture's flat signature (:func:`~pt2onnx.signature.flat_signature`) names them."""
+    catch_all = next((p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD), None)
+    nested = dynamic_shapes.get(catch_all) if catch_all is not None and catch_all not in kwargs else None
+    if not isinstance(nested, dict):
+        return dynamic_shapes
+    return {**{k: v for k, v in dynamic_shapes.items() if k != catch_all}, **nested}
 
 
 def input_dim_names(program: ExportedProgram) -> dict[str, str]:

@@ -21,8 +21,10 @@ from .errors import CaptureError, VerificationError
 
 __all__ = [
     "check_example_inputs",
+    "bound_arguments",
     "check_outputs",
     "dim_names",
+    "flat_signature",
     "flatten_inputs",
     "key_text",
     "normalize_args",
@@ -30,6 +32,29 @@ __all__ = [
     "user_input_names",
     "user_output_positions",
 ]
+
+
+def flat_signature(signature: inspect.Signature, kwargs: dict[str, Any]) -> inspect.Signature:
+    """``signature`` with the keywords its ``**kwargs`` parameter would catch as keyword-only parameters.
+
+    torch.export (2.13) lays out a model's arguments both ways, nested under ``kwargs`` when
+    it checks ``dynamic_shapes`` and flat when it builds the shape constraints, so any dynamic
+    shape fails for a tensor passed through ``**kwargs`` (transformers >= 5.24 takes
+    ``past_key_values`` that way). Captured with this signature, both ways are flat.
+    """
+    params = list(signature.parameters.values())
+    catch_all = next((p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD), None)
+    caught = [name for name in kwargs if name not in signature.parameters]
+    if catch_all is None or not caught:
+        return signature
+    kept = [p for p in params if p is not catch_all]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in caught]
+    return signature.replace(parameters=[*kept, *added])
+
+
+def bound_arguments(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments by parameter name, as torch.export sees them (``**kwargs``' keywords flat)."""
+    return dict(flat_signature(signature, kwargs).bind(*args, **kwargs).arguments)
 
 
 def normalize_args(args: Any) -> tuple[Any, ...]:
@@ -145,13 +170,13 @@ def dim_names(
         return {}
     kwargs = dict(kwargs or {})
     try:
-        bound = signature.bind(*args, **kwargs)
+        bound = bound_arguments(signature, args, kwargs)
     except TypeError:
         return {}
     if isinstance(dynamic_shapes, dict):
-        pairs = [(bound.arguments[k], dynamic_shapes[k]) for k in bound.arguments if k in dynamic_shapes]
+        pairs = [(bound[k], dynamic_shapes[k]) for k in bound if k in dynamic_shapes]
     else:
-        pairs = list(zip(bound.arguments.values(), dynamic_shapes))
+        pairs = list(zip(bound.values(), dynamic_shapes))
     flat = flatten_inputs(program, args, kwargs)
     position = {id(leaf): i for i, leaf in enumerate(flat)}
     placeholders = {n.name: n for n in program.graph.find_nodes(op="placeholder")}
