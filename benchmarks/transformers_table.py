@@ -122,7 +122,8 @@ def measure(name: str, runs: int) -> dict[str, object]:
             values[f"past_key_values.{i}.key"], values[f"past_key_values.{i}.value"] = key.numpy(), value.numpy()
         return values
 
-    past = [(layer.keys, layer.values) for layer in decode["past_key_values"].layers]
+    cache_argument = pt.cache_argument(model)
+    past = [(layer.keys, layer.values) for layer in decode[cache_argument].layers]
     decode_feeds = feeds(decode["input_ids"], past)
     empty = empty_past(result, 1)
     prefill_feeds = {"input_ids": prefill_ids.numpy(), "attention_mask": np.ones((1, PROMPT), np.int64), **empty}
@@ -135,8 +136,8 @@ def measure(name: str, runs: int) -> dict[str, object]:
             model(
                 input_ids=decode["input_ids"],
                 attention_mask=torch.from_numpy(decode_feeds["attention_mask"]),
-                past_key_values=cache,
                 use_cache=True,
+                **{cache_argument: cache},
             )
 
     def eager_prefill():

@@ -11,16 +11,25 @@ import numpy as np
 import pytest
 import torch
 from torch.export import Dim
-from transformers import MambaConfig, MambaForCausalLM, StaticCache, T5Config, T5ForConditionalGeneration
+from transformers import (
+    LlamaForCausalLM,
+    MambaConfig,
+    MambaForCausalLM,
+    StaticCache,
+    T5Config,
+    T5ForConditionalGeneration,
+)
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
 import pt2onnx
 from pt2onnx.testing import assert_exports_like_eager
-from pt2onnx_transformers import causal_lm_inputs, export_causal_lm
+from pt2onnx_transformers import cache_argument, causal_lm_inputs, export_causal_lm
 
 pytestmark = pytest.mark.slow
 
 LAYERS, KV_HEADS, HEAD_DIM = 2, 2, 16
+#: ``cache`` from transformers 5.24 on (which still takes ``past_key_values`` through ``**kwargs``).
+CACHE = cache_argument(LlamaForCausalLM)
 
 
 def _past(batch: int, length: int, seed: int) -> DynamicCache:
@@ -32,7 +41,7 @@ def _past(batch: int, length: int, seed: int) -> DynamicCache:
 
 def _step(ids: torch.Tensor, past: DynamicCache) -> dict:
     mask = torch.ones(ids.shape[0], past.get_seq_length() + ids.shape[1], dtype=torch.int64)
-    return {"input_ids": ids, "attention_mask": mask, "past_key_values": past, "use_cache": True}
+    return {"input_ids": ids, "attention_mask": mask, CACHE: past, "use_cache": True}
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +66,21 @@ def test_inputs_and_outputs_are_named_as_onnxruntime_genai_names_them(exported):
         "pytree transformers.cache_utils.DynamicCache (transformers [installed])",
         "dynamic_shapes transformers.dims (transformers [installed])",
     ]
+
+
+@pytest.mark.skipif(CACHE == "past_key_values", reason="transformers < 5.24 names the argument past_key_values")
+def test_the_deprecated_past_key_values_keyword_exports_the_same_inputs(llama, exported):
+    # transformers 5.24 catches it in **kwargs, where torch.export cannot make a dim dynamic by itself.
+    step = {**_step(torch.tensor([[5, 6, 7]]), _past(2, 3, 4))}
+    step["past_key_values"] = step.pop(CACHE)
+    result = pt2onnx.export(llama, (), step, dynamic_shapes="auto")
+    assert result.input_names == exported.input_names
+    shapes = {v.name: [str(d) for d in v.shape] for v in result.model.graph.inputs}
+    assert shapes["past_key_values.1.value"] == ["batch", str(KV_HEADS), "past_sequence_length", str(HEAD_DIM)]
+    other = _step(torch.tensor([[1], [2], [3]]), _past(3, 9, 5))
+    other["past_key_values"] = other.pop(CACHE)
+    check = result.verify(**other)
+    assert check.ok, check
 
 
 def test_the_prompt_runs_with_an_empty_past_and_decoding_with_present(exported, llama):

@@ -20,9 +20,9 @@ from pt2onnx.plugin import CustomOpRegistrar, PreparationRegistrar, hookimpl
 
 from . import moe
 from .generation import greedy_decode
-from .inputs import causal_lm_inputs, export_causal_lm
+from .inputs import cache_argument, causal_lm_inputs, export_causal_lm
 
-__all__ = ["causal_lm_inputs", "export_causal_lm", "greedy_decode"]
+__all__ = ["cache_argument", "causal_lm_inputs", "export_causal_lm", "greedy_decode"]
 
 
 @hookimpl

@@ -47,8 +47,9 @@ __all__ = [
     "unflatten_encoder_decoder",
 ]
 
-#: The input and output name templates (``{path}``: the argument, ``{key}``: ``0.key``).
-INPUT_NAMES = "{path}.{key}"
+#: The input and output name templates (``{key}``: ``0.key``). Inputs are named
+#: ``past_key_values.*`` whatever the argument is called (transformers 5.24 renamed it ``cache``).
+INPUT_NAMES = "past_key_values.{key}"
 OUTPUT_NAMES = "present.{key}"
 
 # Attention tensors: attribute -> name. Linear-attention states: dict attribute -> name.

@@ -21,7 +21,7 @@ import pt2onnx
 
 from .caches import cache_dims
 
-__all__ = ["causal_lm_inputs", "dims_hint", "export_causal_lm", "is_transformers_model"]
+__all__ = ["cache_argument", "causal_lm_inputs", "dims_hint", "export_causal_lm", "is_transformers_model"]
 
 #: Token-like arguments: (batch, sequence) with these dim names.
 _TOKENS = {
@@ -67,10 +67,16 @@ def dims_hint(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict
         return None
     from transformers.cache_utils import Cache, EncoderDecoderCache
 
+    signature = _signature(model)
     try:
-        bound = _signature(model).bind_partial(*args, **kwargs).arguments
+        bound = dict(signature.bind_partial(*args, **kwargs).arguments)
     except TypeError:
         return None
+    # Keywords the model's **kwargs catches (past_key_values from transformers 5.24 on) are
+    # arguments of their own in dynamic_shapes, as pt2onnx captures them.
+    for name, param in signature.parameters.items():
+        if param.kind is param.VAR_KEYWORD:
+            bound.update(bound.pop(name, {}))
     dim = _dims()
     spec: dict[str, Any] = {}
     for name, value in bound.items():
@@ -99,10 +105,17 @@ def _signature(model: Any) -> Any:
     return inspect.signature(model.forward)
 
 
+def cache_argument(model: torch.nn.Module | type[torch.nn.Module]) -> str:
+    """The name of the cache argument (and output field) of a model or model class: ``cache`` from
+    transformers 5.24 on, ``past_key_values`` before. Its ONNX inputs are ``past_key_values.*`` either way."""
+    return "cache" if "cache" in _signature(model).parameters else "past_key_values"
+
+
 def causal_lm_inputs(
     model: torch.nn.Module, *, batch: int = 2, sequence_length: int = 3, past_sequence_length: int = 5, seed: int = 0
 ) -> dict[str, Any]:
-    """Example inputs of one decoding step of a causal LM: ``input_ids``, ``attention_mask``, ``past_key_values``.
+    """Example inputs of one decoding step of a causal LM: ``input_ids``, ``attention_mask`` and the cache
+    (keyed by :func:`cache_argument`).
 
     The cache is the one the model itself builds for ``past_sequence_length`` random tokens,
     so its layer types (full, sliding, linear attention) and shapes are the model's own.
@@ -119,10 +132,11 @@ def causal_lm_inputs(
     layer_types, _ = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
     attention_only = set(layer_types) <= {"full_attention", "sliding_attention", "chunked_attention"}
     empty = DynamicCache() if attention_only else DynamicCache(config=config)
+    cache = cache_argument(model)
     with torch.no_grad():
-        past = model(input_ids=past_ids, past_key_values=empty, use_cache=True).past_key_values
+        past = getattr(model(input_ids=past_ids, use_cache=True, **{cache: empty}), cache)
     mask = torch.ones(batch, past_sequence_length + sequence_length, dtype=torch.int64)
-    return {"input_ids": ids, "attention_mask": mask, "past_key_values": past}
+    return {"input_ids": ids, "attention_mask": mask, cache: past}
 
 
 def export_causal_lm(
