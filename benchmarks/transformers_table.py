@@ -163,6 +163,14 @@ def measure(name: str, runs: int) -> dict[str, object]:
     }
 
 
+def _versions() -> str:
+    import onnxruntime
+    import torch
+    import transformers
+
+    return f"torch {torch.__version__}, transformers {transformers.__version__}, onnxruntime {onnxruntime.__version__}"
+
+
 def _markdown(rows: list[dict[str, object]], runs: int) -> str:
     lines = [
         "| architecture | export s | ONNX nodes | 20 greedy tokens = generate | decode step ms, onnxruntime | decode step ms, eager | ratio | 64-token prompt ms, onnxruntime | eager | ratio |",
@@ -180,8 +188,8 @@ def _markdown(rows: list[dict[str, object]], runs: int) -> str:
     lines.append("")
     lines.append(
         f"4 layers, hidden 256, 8/4 heads, MLP 1024, vocabulary 1000; decode step: batch 1, past {PAST}, one token; "
-        f"prompt: {PROMPT} tokens; one thread each; median of {runs} interleaved runs after {WARMUP} warm-up runs. "
-        "`python benchmarks/transformers_table.py`"
+        f"prompt: {PROMPT} tokens; one thread each; median of {runs} interleaved runs after {WARMUP} warm-up runs; "
+        f"{_versions()}. `python benchmarks/transformers_table.py`"
     )
     return "\n".join(lines) + "\n"
 

@@ -294,14 +294,14 @@ def _keywords_as_parameters(module: torch.nn.Module, kwargs: dict[str, Any]) -> 
         return original(*args, **kwargs)
 
     forward.__signature__ = flat  # type: ignore[attr-defined]
-    module.forward = forward  # type: ignore[method-assign]
+    module.forward = forward
     try:
         yield
     finally:
         if own is None:
             del module.forward
         else:
-            module.forward = own  # type: ignore[method-assign]
+            module.forward = own
 
 
 def _capture_module(
