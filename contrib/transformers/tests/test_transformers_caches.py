@@ -71,7 +71,7 @@ def test_inputs_and_outputs_are_named_as_onnxruntime_genai_names_them(exported):
 @pytest.mark.skipif(CACHE == "past_key_values", reason="transformers < 5.24 names the argument past_key_values")
 def test_the_deprecated_past_key_values_keyword_exports_the_same_inputs(llama, exported):
     # transformers 5.24 catches it in **kwargs, where torch.export cannot make a dim dynamic by itself.
-    step = {**_step(torch.tensor([[5, 6, 7]]), _past(2, 3, 4))}
+    step = _step(torch.tensor([[5, 6, 7], [1, 2, 3]]), _past(2, 3, 4))
     step["past_key_values"] = step.pop(CACHE)
     result = pt2onnx.export(llama, (), step, dynamic_shapes="auto")
     assert result.input_names == exported.input_names
