@@ -12,7 +12,7 @@ setup() {
     # Re-install only when what is installed could have changed.
     local stamp=.venv/.pt2onnx-setup
     local digest
-    digest=$(cat requirements-dev.txt $(git ls-files '*pyproject.toml' 2>/dev/null || find . -name pyproject.toml -not -path './.venv/*') | sha256sum | cut -d' ' -f1)
+    digest=$(cat requirements-dev.txt constraints-dev.txt $(git ls-files '*pyproject.toml' 2>/dev/null || find . -name pyproject.toml -not -path './.venv/*') | sha256sum | cut -d' ' -f1)
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
         .venv/bin/python -m pip install -q --upgrade pip
         .venv/bin/python -m pip install -q -r requirements-dev.txt
