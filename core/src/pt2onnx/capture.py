@@ -20,6 +20,10 @@ changes another's capture mode.
 as batching markers (``torch._functorch.predispatch``) around per-sample ops; such a
 program is re-traced once (``run_decompositions({})``), which applies the batching.
 
+Keywords a model's ``**kwargs`` catches are captured as named parameters of ``forward``
+(for the capture only, then undone): torch.export lays them out two ways and fails on any
+dynamic shape among them (transformers >= 5.24 takes ``past_key_values`` so).
+
 Functions marked with ``torch.compiler.nested_compile_region`` stay ``invoke_subgraph``
 calls (torch would inline single-use regions), so they become ONNX local functions.
 """
