@@ -188,6 +188,15 @@ def test_embedding_max_norm_renorms_the_rows_it_reads(data, w, max_norm, norm_ty
     assert_exports_like_eager(model, (ids, w), expect_ops=["aten::embedding_renorm"])
 
 
+@pytest.mark.parametrize("norm_type", [1.0, 2.0, 3.5, float("inf")])
+def test_embedding_max_norm_leaves_a_row_holding_nan_as_it_is(norm_type):
+    # torch's norm of such a row is NaN, which exceeds no max_norm; onnxruntime's ReduceMax
+    # skips NaN (the inf-norm renormed the row by its finite values; found by the thorough profile).
+    w = torch.tensor([[2.8203, 1.2469, float("nan"), float("nan"), 0.8701], [3.0, -4.0, 0.5, 0.0, 1.0]])
+    model = Fn2(lambda i, weight: torch.nn.functional.embedding(i, weight, max_norm=1.0, norm_type=norm_type))
+    assert_exports_like_eager(model, (torch.tensor([0, 1]), w), expect_ops=["aten::embedding_renorm"])
+
+
 def test_embedding_max_norm_of_a_module_updates_its_weight_as_an_output():
     # nn.Embedding(max_norm=...) renorms its own weight in place: a parameter mutation,
     # which becomes the output ``<parameter>.updated`` as a mutated buffer does.
