@@ -20,8 +20,8 @@ from torch.export.graph_signature import InputKind, OutputKind
 from .errors import CaptureError, VerificationError
 
 __all__ = [
-    "check_example_inputs",
     "bound_arguments",
+    "check_example_inputs",
     "check_outputs",
     "dim_names",
     "flat_signature",

@@ -10,6 +10,8 @@ import torch
 
 from pt2onnx.plugin import Op
 
+from ._dims import reduce_over
+
 
 def as_dtype(op: Op, value: Any, dtype: ir.DataType) -> ir.Value:
     """``value`` (a Value or Python scalar) as a Value of ``dtype``, cast only if needed."""
@@ -174,3 +176,14 @@ def is_nan(op: Op, x: ir.Value) -> ir.Value:
     if op.opset < 20 and x.dtype == ir.DataType.BFLOAT16:
         x = op.Cast(x, to=ir.DataType.FLOAT)
     return op.IsNaN(x)
+
+
+def reduce_extreme(op: Op, onnx_op: str, x: ir.Value, axes: list[int] | None, keepdim: bool | int) -> ir.Value:
+    """``ReduceMax``/``ReduceMin`` of ``x`` over ``axes`` with torch's NaN: a NaN among the
+    reduced values gives NaN (onnxruntime's kernels skip it)."""
+    result = reduce_over(op, onnx_op, x, axes, keepdims=keepdim)
+    if x.dtype not in FLOATS:
+        return result
+    # ReduceMax runs on bool from opset 20 only: count as uint8.
+    has_nan = reduce_over(op, "ReduceMax", op.Cast(is_nan(op, x), to=D.UINT8), axes, keepdims=keepdim)
+    return op.Where(op.Cast(has_nan, to=D.BOOL), op.constant(float("nan"), x.dtype), result)

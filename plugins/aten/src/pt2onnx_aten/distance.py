@@ -6,9 +6,8 @@ import math
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, compute, is_nan
+from ._common import FLOATS, compute, is_nan, reduce_extreme
 from ._dims import reduce_over, shape_of
-from .reductions import _extreme
 
 
 def _norm(op, diff, p, axis, *, nan_max):
@@ -25,7 +24,7 @@ def _norm(op, diff, p, axis, *, nan_max):
     magnitude = op.Abs(diff)
     if math.isinf(p):
         if nan_max:
-            return _extreme(op, "ReduceMax", magnitude, [axis], False)
+            return reduce_extreme(op, "ReduceMax", magnitude, [axis], False)
         zero = op.constant(0.0, diff.dtype)
         return reduce_over(op, "ReduceMax", op.Where(is_nan(op, magnitude), zero, magnitude), axes, keepdims=0)
     if p == 1:

@@ -21,7 +21,7 @@ import onnx_ir as ir
 
 from pt2onnx.plugin import converter
 
-from ._common import HALVES, D, is_nan
+from ._common import HALVES, D, reduce_extreme
 from ._dims import expand_to, ints, normalize_dim, reduce_over, scalar_of, shape_of, size, to_dtype, widen
 
 
@@ -169,10 +169,8 @@ def embedding_renorm(op, self, indices, max_norm, norm_type):
     axis = [1]
     # torch's norm of one element is its magnitude; of more, a plain sum that may overflow.
     if norm_type == float("inf") or (self.shape is not None and self.shape[1] == 1):
-        # torch's norm of a row holding NaN is NaN (the row is left as it is); ReduceMax skips NaN.
-        norm = reduce_over(op, "ReduceMax", magnitude, axis, keepdims=1)
-        has_nan = reduce_over(op, "ReduceMax", op.Cast(is_nan(op, x), to=D.UINT8), axis, keepdims=1)
-        norm = op.Where(op.Cast(has_nan, to=D.BOOL), op.constant(float("nan"), x.dtype), norm)
+        # torch's norm of a row holding NaN is NaN: the row is left as it is.
+        norm = reduce_extreme(op, "ReduceMax", magnitude, axis, keepdim=1)
     elif norm_type == 1:
         norm = reduce_over(op, "ReduceSum", magnitude, axis, keepdims=1)
     elif norm_type == 2:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOATS, INTS, D, as_dtype, axes, compute, is_nan, rank
+from ._common import FLOATS, INTS, D, as_dtype, axes, compute, is_nan, rank, reduce_extreme
 from ._dims import reduce_over, shape_of
 
 _ACCUMULATE = frozenset({D.FLOAT, D.DOUBLE, D.INT32, D.INT64})
@@ -165,26 +165,16 @@ def prod(op, self, *, dtype=None):
     return _accumulate(op, "ReduceProd", self, None, False)
 
 
-def _extreme(op, onnx_op, x, dims, keepdim):
-    result = _reduce(op, onnx_op, x, dims, keepdim)
-    if x.dtype not in FLOATS:
-        return result
-    # torch propagates NaN; onnxruntime's ReduceMax/ReduceMin skip it.
-    # (ReduceMax runs on bool from opset 20 only: count as uint8.)
-    has_nan = _reduce(op, "ReduceMax", op.Cast(is_nan(op, x), to=D.UINT8), dims, keepdim)
-    return op.Where(op.Cast(has_nan, to=D.BOOL), op.constant(float("nan"), x.dtype), result)
-
-
 @converter("aten::amax.default")
 def amax(op, self, dim=(), keepdim=False):
     dims = axes(dim, rank(self))
-    return compute(op, lambda x: _extreme(op, "ReduceMax", x, dims, keepdim), [self], op.output_dtype, _EXTREMES)
+    return compute(op, lambda x: reduce_extreme(op, "ReduceMax", x, dims, keepdim), [self], op.output_dtype, _EXTREMES)
 
 
 @converter("aten::amin.default")
 def amin(op, self, dim=(), keepdim=False):
     dims = axes(dim, rank(self))
-    return compute(op, lambda x: _extreme(op, "ReduceMin", x, dims, keepdim), [self], op.output_dtype, _EXTREMES)
+    return compute(op, lambda x: reduce_extreme(op, "ReduceMin", x, dims, keepdim), [self], op.output_dtype, _EXTREMES)
 
 
 @converter("aten::any.default", "aten::any.dim", "aten::any.dims")
@@ -236,7 +226,7 @@ def argmin(op, self, dim=None, keepdim=False):
 
 def _extreme_along(op, reduce_op, arg_op, self, dim, keepdim):
     x, axis, keep = _along_one_dim(op, self, dim, keepdim)
-    values = compute(op, lambda v: _extreme(op, reduce_op, v, [axis], keep), [x], self.dtype, _EXTREMES)
+    values = compute(op, lambda v: reduce_extreme(op, reduce_op, v, [axis], keep), [x], self.dtype, _EXTREMES)
     return values, _arg(op, arg_op, self, dim, keepdim)
 
 
