@@ -62,7 +62,7 @@ def test_markdown_report_is_written_by_export_and_rewritten_by_save_and_verify(t
         assert f"| {phase} | {result.report.timings[phase]:.3f} |" in text
     assert "- capture: strict=False" in text
     assert "| input | x | FLOAT | [batch, 6] |" in text
-    assert "| aten::relu.default | 1 | report_relu_override | argument | aten [builtin] |" in text
+    assert "| aten::relu.default | 1 | report_relu_override | argument | - | aten [builtin] |" in text
     assert "| aten::linear.default | 2 | aten | builtin | - |" in text
     cse = next(p for p in result.report.passes if p.name == "cse")
     assert f"| cse | {cse.nodes_before} | {cse.nodes_after} | {cse.removed} |" in text
@@ -109,7 +109,7 @@ def test_html_report_is_a_page_with_the_same_tables(tmp_path):
     parser = Cells()
     parser.feed(page)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    assert ["aten::relu.default", "1", "report_relu_override", "argument", "aten [builtin]"] in parser.rows
+    assert ["aten::relu.default", "1", "report_relu_override", "argument", "-", "aten [builtin]"] in parser.rows
     assert ["input", "x", "FLOAT", "[batch, 6]"] in parser.rows
     verified = [r for r in parser.rows if r and r[0] == result.report.verifications[0].outputs[0].name]
     assert verified and verified[0][6:] == ["ok", "ok", "ok", "ok"]
@@ -136,6 +136,7 @@ def test_json_report_holds_the_same_data_as_the_object(tmp_path):
         "layer": "argument",
         "shadowed": ["aten [builtin]"],
         "how": "converted",
+        "declined_by": [],
     }
     assert {p["name"] for p in data["passes"]} == {p.name for p in report.passes}
     assert all(p["removed"] == p["nodes_before"] - p["nodes_after"] for p in data["passes"])

@@ -193,6 +193,20 @@ class UnsupportedArgumentError(Pt2OnnxError):
         super().__init__(f"argument {argument}={value!r} cannot be exported: {reason}", hint=hint)
 
 
+class ConverterDeclined(Exception):
+    """Raised by a converter (``raise op.decline(reason)``) that leaves this node to the next one.
+
+    Not an error: the core removes what the converter emitted for the node and calls the
+    registration it shadows (the next layer down: an installed pack's converter declines
+    to the builtin one). Only when every converter of the op declines does the export stop,
+    with a :class:`ConversionError` that lists their reasons.
+    """
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
 class OptimizationError(Pt2OnnxError):
     """An optimization pass failed."""
 

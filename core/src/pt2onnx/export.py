@@ -28,6 +28,7 @@ from .prepare import prepare_capture
 from .progress import Progress
 from .project import project_root
 from .provenance import SourcePaths, apply_source_paths, check_source_paths
+from .registration import Registration
 from .registry import Entry, Registry, build_registry
 from .report import Contribution, OpUsage, Report, TensorInfo, function_id, report_format
 from .result import ExportResult
@@ -53,12 +54,21 @@ def _op_usage(registry: Registry, translated: TranslatedGraph, decomposed: Mappi
     rows = []
     for (op, plugin), count in sorted(translated.usage.items()):
         entry = translated.entries.get(op)
-        shadowed = tuple(f"{s.plugin} [{s.layer}]" for s in entry.shadowed) if entry else ()
-        rows.append(OpUsage(op, count, plugin, layers.get(plugin, "-"), shadowed))
+        # What this plugin shadows: the registrations after its own in the order they are tried.
+        below = _shadowed_by(entry, plugin) if entry else ()
+        shadowed = tuple(f"{s.plugin} [{s.layer}]" for s in below)
+        declined_by = tuple(sorted(translated.declined.get((op, plugin), ())))
+        rows.append(OpUsage(op, count, plugin, layers.get(plugin, "-"), shadowed, declined_by=declined_by))
     for op, (count, entry) in sorted(decomposed.items()):
         shadowed = tuple(f"{s.plugin} [{s.layer}]" for s in entry.shadowed)
         rows.append(OpUsage(op, count, entry.winner.plugin, str(entry.winner.layer), shadowed, "decomposed"))
     return rows
+
+
+def _shadowed_by(entry: Entry, plugin: str) -> tuple[Registration, ...]:
+    ranked = entry.in_turn
+    at = next((i for i, r in enumerate(ranked) if r.plugin == plugin), len(ranked))
+    return ranked[at + 1 :]
 
 
 def _contributions(

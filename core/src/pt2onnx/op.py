@@ -20,7 +20,7 @@ import torch.fx
 from onnx_ir.tensor_adapters import from_torch_dtype
 from onnxscript import GraphBuilder, OpBuilder
 
-from .errors import UnsupportedArgumentError
+from .errors import ConverterDeclined, UnsupportedArgumentError
 
 if TYPE_CHECKING:
     from .translate import GraphTranslator
@@ -87,6 +87,18 @@ class Op(OpBuilder):
         if since is not None and hint is None:
             hint = f"export with opset>={since}"
         return UnsupportedArgumentError(argument, value, reason, hint=hint, since=since)
+
+    def decline(self, reason: str) -> ConverterDeclined:
+        """The exception to raise to leave this node to the converter this one shadows.
+
+        For a converter that handles only some cases of its op (a pack's fused kernel
+        for float32 only, say): ``raise op.decline("FastKernel takes float32 only")``. The
+        core drops any node this converter emitted for the node and calls the next
+        registration of the op, a lower layer's (the builtin converter, for a pack); the
+        report names the plugin that converted each node. If every converter declines,
+        the export stops with a ``ConversionError`` listing their reasons.
+        """
+        return ConverterDeclined(reason)
 
     # -- small helpers every converter family needs ---------------------------------
 

@@ -30,7 +30,7 @@ mypack = "mypack"
 
 from __future__ import annotations
 
-from .errors import ConversionError, UnsupportedArgumentError
+from .errors import ConversionError, ConverterDeclined, UnsupportedArgumentError
 from .hookspecs import hookimpl
 from .op import Op
 from .opset import onnxruntime_has_kernel
@@ -48,6 +48,7 @@ from .registration import (
 
 __all__ = [
     "ConversionError",
+    "ConverterDeclined",
     "ConverterRegistrar",
     "CustomOpRegistrar",
     "DecompositionRegistrar",

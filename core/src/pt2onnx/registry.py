@@ -66,6 +66,12 @@ class Entry:
     shadowed: tuple[Registration, ...] = ()
     conflict: tuple[Registration, ...] = ()
 
+    @property
+    def in_turn(self) -> tuple[Registration, ...]:
+        """The winner, then the registrations it shadows, higher layers first: the order in which
+        converters are tried when one declines a node (``op.decline``)."""
+        return (self.winner, *sorted(self.shadowed, key=lambda r: r.layer, reverse=True))
+
     def check(self) -> Entry:
         """This entry, or a :class:`PluginConflictError` naming the plugins if it is a conflict."""
         if self.conflict:

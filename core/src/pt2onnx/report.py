@@ -91,6 +91,8 @@ class OpUsage:
     shadowed: tuple[str, ...] = ()
     #: ``"converted"``, or ``"decomposed"`` by the plugin's decomposition before translation.
     how: str = "converted"
+    #: The plugins whose converters declined these nodes (``op.decline``) before this one converted them.
+    declined_by: tuple[str, ...] = ()
 
 
 def function_id(fn: Any) -> str:
@@ -277,7 +279,8 @@ class Report:
         for u in sorted(self.ops, key=lambda u: u.op):
             shadow = f" (shadows {', '.join(u.shadowed)})" if u.shadowed else ""
             how = " (decomposed)" if u.how == "decomposed" else ""
-            lines.append(f"  {u.op:<40} x{u.count:<4} {u.plugin} [{u.layer}]{how}{shadow}")
+            after = f" (declined by {', '.join(u.declined_by)})" if u.declined_by else ""
+            lines.append(f"  {u.op:<40} x{u.count:<4} {u.plugin} [{u.layer}]{how}{after}{shadow}")
         if self.passes:
             lines.append("optimization passes:")
             lines.extend(f"  {p.name:<26} -{p.removed:<5} nodes {p.seconds:.3f}s" for p in self.passes)

@@ -77,9 +77,10 @@ def _sections(report: Report) -> list[_Section]:
             section.rows.append((o.name, o.dtype, f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", *tolerance, *flags))
         sections.append(section)
 
-    ops = _Section("Ops", headers=("op", "nodes", "converted by", "layer", "shadows"))
+    ops = _Section("Ops", headers=("op", "nodes", "converted by", "layer", "declined by", "shadows"))
     for u in sorted(report.ops, key=lambda u: u.op):
-        ops.rows.append((u.op, str(u.count), u.plugin, u.layer, ", ".join(u.shadowed) or "-"))
+        declined = ", ".join(u.declined_by) or "-"
+        ops.rows.append((u.op, str(u.count), u.plugin, u.layer, declined, ", ".join(u.shadowed) or "-"))
     sections.append(ops)
 
     passes = _Section("Optimization passes", headers=("pass", "nodes before", "nodes after", "removed", "seconds"))

@@ -23,7 +23,14 @@ import torch.fx
 from onnxscript import GraphBuilder
 
 from .builder import Builder
-from .errors import ConversionError, PluginConflictError, Pt2OnnxError, UnsupportedArgumentError, UnsupportedOpsError
+from .errors import (
+    ConversionError,
+    ConverterDeclined,
+    PluginConflictError,
+    Pt2OnnxError,
+    UnsupportedArgumentError,
+    UnsupportedOpsError,
+)
 from .op import Op
 from .opnames import op_name
 from .opset import MIN_OPSET
@@ -56,6 +63,8 @@ class TranslatedGraph:
     functions: dict[ir.OperatorIdentifier, ir.Function]
     usage: Counter[tuple[str, str]] = field(default_factory=Counter)
     entries: dict[str, Entry] = field(default_factory=dict)
+    #: Per (op, plugin that converted), the plugins whose converters declined those nodes first.
+    declined: dict[tuple[str, str], set[str]] = field(default_factory=dict)
 
 
 def _is_custom(name: str) -> bool:
@@ -88,6 +97,7 @@ class GraphTranslator:
         self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
         self.usage: Counter[tuple[str, str]] = Counter()
         self.entries: dict[str, Entry] = {}
+        self.declined: dict[tuple[str, str], set[str]] = {}
         self._prefix = ""
         # Higher-order-op nodes being lowered, outermost first (provenance of body nodes).
         self._enclosing: list[torch.fx.Node] = []
@@ -162,7 +172,15 @@ class GraphTranslator:
             placeholders[node.name] = env[node]
         outputs = self._walk(op, gm.graph, env, on_node)
         return TranslatedGraph(
-            graph, builder, placeholders, outputs, self.domains, self.functions, self.usage, self.entries
+            graph,
+            builder,
+            placeholders,
+            outputs,
+            self.domains,
+            self.functions,
+            self.usage,
+            self.entries,
+            self.declined,
         )
 
     # -- bodies of higher-order ops ---------------------------------------------------
@@ -274,23 +292,48 @@ class GraphTranslator:
 
     def _convert(self, op: Op, node: torch.fx.Node, env: dict[torch.fx.Node, Any]) -> Any:
         entry = self.registry.lookup(node.target)
+        candidates: list[tuple[Callable[..., Any], str, Registration | None]]
         if entry is None:
-            fn: Callable[..., Any] = _opaque_custom_op(node)
-            plugin = "<unknown_custom_ops=emit>"
+            candidates = [(_opaque_custom_op(node), "<unknown_custom_ops=emit>", None)]
         else:
-            assert entry.winner.fn is not None
-            fn, plugin = entry.winner.fn, entry.winner.plugin
             self.entries[op_name(node.target)] = entry
-            _check_complex(node, entry.winner)
+            candidates = [(r.fn, r.plugin, r) for r in entry.in_turn if r.converts and r.fn is not None]
         _check_float8(node, self.opset)
         args = _resolve(node.args, env)
         kwargs = _resolve(node.kwargs, env)
-        graph = op.builder.graph
-        count_before = len(graph)
+        declined: list[tuple[str, str]] = []
+        for fn, plugin, registration in candidates:
+            if registration is not None:
+                _check_complex(node, registration)
+            graph = op.builder.graph
+            nodes_before, initializers_before = len(graph), len(graph.initializers)
+            try:
+                result = self._call(op, node, fn, plugin, args, kwargs)
+            except ConverterDeclined as e:
+                _drop_emitted(graph, nodes_before, initializers_before)
+                declined.append((plugin, e.reason))
+                continue
+            new_nodes = _stamp(graph, len(graph) - nodes_before, self._props(node))
+            self.usage[(op_name(node.target), plugin)] += 1
+            if declined:
+                self.declined.setdefault((op_name(node.target), plugin), set()).update(p for p, _ in declined)
+            return self._bind_outputs(node, result, new_nodes, fn, plugin)
+        reasons = "; ".join(f"{plugin}: {reason}" for plugin, reason in declined)
+        raise ConversionError(
+            f"every converter of {op_name(node.target)} declined this node ({reasons})",
+            location=location_of(node),
+            hint="block the plugins that declined (-p no:NAME / disable=[NAME]) so that one converting this case "
+            "wins, or register a converter that takes it",
+        )
+
+    def _call(self, op: Op, node: torch.fx.Node, fn: Callable[..., Any], plugin: str, args: Any, kwargs: Any) -> Any:
+        """``fn(op, *args, **kwargs)``, its errors given the node's location and what to do next."""
         op._node = node
         self._enclosing.append(node)
         try:
-            result = fn(op, *args, **kwargs)
+            return fn(op, *args, **kwargs)
+        except ConverterDeclined:
+            raise
         except UnsupportedArgumentError as e:
             raise UnsupportedArgumentError(
                 e.argument,
@@ -315,10 +358,6 @@ class GraphTranslator:
         finally:
             op._node = None
             self._enclosing.pop()
-        added = len(graph) - count_before
-        new_nodes = _stamp(graph, added, self._props(node))
-        self.usage[(op_name(node.target), plugin)] += 1
-        return self._bind_outputs(node, result, new_nodes, fn, plugin)
 
     def _props(self, node: torch.fx.Node) -> dict[str, str]:
         return metadata_props(node, [n for n in self._enclosing if n is not node])
@@ -408,6 +447,14 @@ def _is_complex(value: Any) -> bool:
     if isinstance(meta, (tuple, list)):
         return any(isinstance(m, torch.Tensor) and m.is_complex() for m in meta)
     return isinstance(meta, torch.Tensor) and meta.is_complex()
+
+
+def _drop_emitted(graph: ir.Graph, nodes_before: int, initializers_before: int) -> None:
+    """Remove what a converter that declined added to ``graph``: its nodes and initializers."""
+    emitted = [graph[i] for i in range(nodes_before, len(graph))]
+    graph.remove(emitted, safe=False)
+    for name in list(graph.initializers)[initializers_before:]:
+        del graph.initializers[name]
 
 
 def _check_complex(node: torch.fx.Node, winner: Registration) -> None:
