@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 import pt2onnx
 import pt2onnx_ort
 import pt2onnx_ort.attention
-from pt2onnx.errors import UnsupportedArgumentError
 from pt2onnx.registry import session_registry
 from pt2onnx.testing import assert_exports_like_eager, dtypes, tensors
 
@@ -118,29 +117,72 @@ _GELU_EDGES = ("nan", "zero", "subnormal")
 
 
 @given(x=tensors(dtype=dtypes(["float32", "float16", "bfloat16"]), edge_values=_GELU_EDGES), tanh=st.booleans())
-def test_gelu(x, tanh):
+def test_gelu_below_opset_20(x, tanh):
     approximate = "tanh" if tanh else "none"
     result = assert_exports_like_eager(
-        torch.nn.GELU(approximate), (x,), plugins=[pt2onnx_ort], expect_ops=["aten::gelu"]
+        torch.nn.GELU(approximate), (x,), plugins=[pt2onnx_ort], expect_ops=["aten::gelu"], opset=18
     )
-    assert _ops(result) == (["FastGelu"] if tanh and x.dim() else [])
+    fused = tanh and x.dim()
+    assert _ops(result) == (["FastGelu"] if fused else [])
+    [usage] = result.report.ops
+    assert (usage.plugin, usage.declined_by) == (("pt2onnx_ort", ()) if fused else ("aten", ("pt2onnx_ort",)))
 
 
 @settings(max_examples=4)
 @given(x=tensors(dtype="float64", edge_values=_GELU_EDGES))
-def test_gelu_tanh_float64_is_the_formula(x):
-    result = assert_exports_like_eager(torch.nn.GELU("tanh"), (x,), plugins=[pt2onnx_ort])
+def test_gelu_tanh_float64_is_left_to_the_builtin_converter(x):
+    result = assert_exports_like_eager(torch.nn.GELU("tanh"), (x,), plugins=[pt2onnx_ort], opset=18)
+    assert _ops(result) == [] and result.report.provider("aten::gelu.default") == "aten"
+
+
+def test_from_opset_20_gelu_is_the_builtin_one_gelu_node():
+    x = torch.randn(2, 8)
+    result = pt2onnx.export(torch.nn.GELU("tanh"), (x,), plugins=[pt2onnx_ort], opset=20)
+    assert [n.op_type for n in result.model.graph] == ["Gelu"]
+    assert result.report.provider("aten::gelu.default") == "aten"
+    assert result.verify(x).ok
+
+
+@pytest.mark.parametrize("case", ["float64", "grouped key/value heads", "causal, unequal lengths"])
+def test_attention_declines_what_multi_head_attention_cannot_take(case):
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 4, 3, 8), torch.randn(1, 4, 5, 8)
+    model, args = Attention(), (q, k, k.clone())
+    if case == "float64":
+        args = tuple(t.double() for t in args)
+    elif case == "grouped key/value heads":
+        model, args = GroupedAttention(), (q, k[:, :2], k[:, 2:])
+    else:
+        model = Attention(is_causal=True)
+    result = pt2onnx.export(model, args, plugins=[pt2onnx_ort.attention], opset=18)
     assert _ops(result) == []
+    [usage] = [u for u in result.report.ops if u.op == "aten::scaled_dot_product_attention.default"]
+    assert (usage.plugin, usage.declined_by) == ("aten", ("pt2onnx_ort.attention",))
+    assert result.verify(*args).ok
 
 
-def test_unsupported_attention_says_how_to_fall_back():
-    q = torch.randn(1, 2, 3, 4, dtype=torch.float64)
-    with pytest.raises(UnsupportedArgumentError, match=r"pt2onnx_ort\.attention"):
-        pt2onnx.export(Attention(), (q, q, q), plugins=[pt2onnx_ort.attention])
+class GroupedAttention(torch.nn.Module):
+    def forward(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
 
 def test_entry_point_plugin_leaves_attention_opt_in():
-    registry = session_registry(plugins=[pt2onnx_ort], disable=["ort"])
+    registry = session_registry(plugins=[pt2onnx_ort], disable=["ort"], opset=18)
     assert registry.lookup(torch.ops.aten.gelu.default).winner.plugin == "pt2onnx_ort"
     sdpa = registry.lookup(torch.ops.aten.scaled_dot_product_attention.default)
     assert sdpa is None or sdpa.winner.plugin != "pt2onnx_ort"
+
+
+def test_multi_head_attention_is_not_torch_at_a_nan_query():
+    # One of the reasons MultiHeadAttention is opt-in (README): torch's CPU attention gives a
+    # query holding a NaN a finite row, as the builtin export does; MultiHeadAttention a NaN row.
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
+    q[0, 0, 1, 2] = float("nan")
+    eager = Attention()(q, k, v)
+    fused = pt2onnx.export(Attention(), (q, k, v), plugins=[pt2onnx_ort.attention], opset=18)
+    builtin = pt2onnx.export(Attention(), (q, k, v), opset=18)
+    assert _ops(fused) == ["MultiHeadAttention"] and not eager.isnan().any()
+    assert builtin.verify(q, k, v).ok
+    [out] = fused.session().run(None, {i.name: t.numpy() for i, t in zip(fused.session().get_inputs(), (q, k, v))})
+    assert torch.from_numpy(out).isnan().nonzero()[:, 2].unique().tolist() == [1]

@@ -67,6 +67,7 @@ PyTorch to ONNX exporter built on plugins.
 
 examples:
   pt2onnx plugins                       plugins, their layers, what each registers and overrides
+  pt2onnx plugins --opset 18            ... and what each overrides at opset 18
   pt2onnx ops aten::gelu                which plugin converts an op, and what it shadows
   pt2onnx ops --coverage                coverage of the Core ATen opset
   pt2onnx export models.py:make -o model.onnx --dynamic x:0=batch --verify --report report.html
@@ -116,7 +117,7 @@ def _quiet_registry(blocked: Sequence[str], opset: int | None = None) -> Registr
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
-    registry = _quiet_registry(args.blocked)
+    registry = _quiet_registry(args.blocked, args.opset)
     if args.json:
         from .inventory import plugins_data
 
@@ -452,6 +453,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "plugins", parents=[debug], help="list plugins, their layers, what they register, what is broken"
     )
     plugins.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    plugins.add_argument(
+        "--opset",
+        type=int,
+        default=None,
+        help="say what each plugin overrides at this target opset (default: the newest onnxruntime runs at full speed)",
+    )
     ops = sub.add_parser("ops", parents=[debug], help="which plugin converts an op, and what it shadows")
     ops.add_argument("ops", nargs="*", metavar="OP", help="e.g. aten::gelu or aten::add.Tensor")
     ops.add_argument("--coverage", action="store_true", help="coverage of the Core ATen opset")

@@ -5,9 +5,14 @@ tensors; MultiHeadAttention runs it as one fused kernel. It takes the query as
 (batch, seq, heads * size) and the key and value as (batch, heads, seq, size), so only
 the query and the output are transposed.
 
-Opt-in (``plugins=["pt2onnx_ort.attention"]``, or ``[tool.pt2onnx] plugins``): on
-onnxruntime's CPU provider it measured 10-20% slower than the standard-op graph
-(benchmarks/results/ort_fusions.md), so the pack's entry point does not register it.
+Opt-in (``plugins=["pt2onnx_ort.attention"]``, or ``[tool.pt2onnx] plugins``), for two
+measured reasons (``benchmarks/results/ort_fusions.md``, onnxruntime 1.32, CPU): it is
+faster than the builtin lowering only below opset 23 (x1.15-1.31 against the explicit
+MatMul/Softmax form there; x0.81-0.86 against ONNX ``Attention`` from opset 23), and at a
+NaN its kernel is not torch (a query holding a NaN gets a row of NaN; torch's CPU
+attention, and the builtin lowering, a finite row). What MultiHeadAttention cannot take
+(float64, key/value heads unlike the query's, causal attention of unequal lengths, ...)
+it declines: the builtin converter exports that node.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from ._runtime import DOMAIN, implemented
 
 PROBE = ("MultiHeadAttention", ((1, 2, 8), (1, 2, 2, 4), (1, 2, 2, 4)), (("num_heads", 2),))
 
-_HINT = "export this model without pt2onnx_ort.attention (remove it from plugins=)"
 _FUSED_DTYPES = (torch.float32, torch.float16)
 
 
@@ -33,16 +37,16 @@ def scaled_dot_product_attention(
     q, k, v = (arg.meta["val"] for arg in op.node.args[:3])
     heads = q.shape[1] if q.dim() == 4 else None
     if heads is None or not isinstance(heads, int) or k.dim() != 4 or v.dim() != 4:
-        raise op.unsupported("query", tuple(q.shape), "MultiHeadAttention needs 4-D inputs with static heads", _HINT)
+        raise op.decline("MultiHeadAttention needs 4-D inputs with a static head count")
     if q.dtype not in _FUSED_DTYPES:
-        raise op.unsupported("query", q.dtype, "MultiHeadAttention runs float32 and float16 only", _HINT)
+        raise op.decline(f"MultiHeadAttention runs float32 and float16 only, not {q.dtype}")
     if dropout_p:
-        raise op.unsupported("dropout_p", dropout_p, "dropout is random; export in eval mode", _HINT)
+        raise op.decline("MultiHeadAttention has no dropout")
     if k.shape[1] != heads or v.shape[1] != heads:
-        raise op.unsupported("enable_gqa", enable_gqa, "key/value heads differ from query heads", _HINT)
+        raise op.decline("key/value heads differ from query heads")
     if is_causal and str(q.shape[2]) != str(k.shape[2]):
         # onnxruntime aligns its causal mask bottom-right, torch top-left: they agree only when square.
-        raise op.unsupported("is_causal", is_causal, "causal attention with query length != key length", _HINT)
+        raise op.decline("causal attention with query length != key length")
 
     q_bsd = op.Reshape(op.Transpose(query, perm=[0, 2, 1, 3]), op.constant([0, 0, -1]))
     attrs = {"num_heads": heads, "unidirectional": int(bool(is_causal))}
