@@ -29,7 +29,11 @@ def test_constant_pad_nd(data, x):
     assert_exports_like_eager(model, (x,), expect_ops=["aten::constant_pad_nd"])
 
 
-@given(data=st.data(), k=st.integers(1, 3), mode=st.sampled_from(["reflection", "replication"]))
+# Each (mode, k) is its own test, not a draw: drawn, a seed could leave one op untried (seed
+# 2522411036 drew no 2-D pad in 30 examples, and the suite's prover failed).
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("mode", ["reflection", "replication"])
+@given(data=st.data())
 def test_reflection_and_replication_pads(data, k, mode):
     batch = data.draw(st.sampled_from([(2,), (1, 2)]))
     shape = batch + tuple(data.draw(st.lists(st.integers(2, 4), min_size=k, max_size=k)))
