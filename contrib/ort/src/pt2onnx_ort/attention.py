@@ -8,7 +8,7 @@ the query and the output are transposed.
 Opt-in (``plugins=["pt2onnx_ort.attention"]``, or ``[tool.pt2onnx] plugins``), for two
 measured reasons (``benchmarks/results/ort_fusions.md``, onnxruntime 1.32, CPU): it is
 faster than the builtin lowering only below opset 23 (x1.15-1.31 against the explicit
-MatMul/Softmax form there; x0.81-0.86 against ONNX ``Attention`` from opset 23), and at a
+MatMul/Softmax form there; x0.80-0.86 against ONNX ``Attention`` from opset 23), and at a
 NaN its kernel is not torch (a query holding a NaN gets a row of NaN; torch's CPU
 attention, and the builtin lowering, a finite row). What MultiHeadAttention cannot take
 (float64, key/value heads unlike the query's, causal attention of unequal lengths, ...)
