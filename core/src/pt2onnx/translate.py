@@ -457,7 +457,7 @@ def _drop_emitted(graph: ir.Graph, nodes_before: int, initializers_before: int) 
         del graph.initializers[name]
 
 
-def _check_complex(node: torch.fx.Node, winner: Registration) -> None:
+def _check_complex(node: torch.fx.Node, registration: Registration) -> None:
     """Refuse complex values for a converter that does not say it handles them.
 
     They reach converters as real tensors with a trailing dim of 2: a converter written for
@@ -465,7 +465,7 @@ def _check_complex(node: torch.fx.Node, winner: Registration) -> None:
     ones) and emit a wrong model. Lowerings and ``getitem`` only route values, and an op
     without output (an assertion) computes none.
     """
-    if winner.complex_values or winner.kind == "lowering" or node.target is operator.getitem:
+    if registration.complex_values or registration.kind == "lowering" or node.target is operator.getitem:
         return
     if node.meta.get("val") is None:
         return
@@ -473,7 +473,7 @@ def _check_complex(node: torch.fx.Node, winner: Registration) -> None:
         raise UnsupportedArgumentError(
             "self",
             "a complex tensor",
-            f"the converter of {op_name(node.target)} from plugin {winner.plugin!r} does not handle complex values",
+            f"the converter of {op_name(node.target)} from plugin {registration.plugin!r} does not handle complex values",
             hint="keep complex arithmetic out of the exported model (torch.view_as_real it right after the FFT), "
             "or convert the op with a plugin whose converter says complex_values=True",
         ).at(location_of(node))
