@@ -5,8 +5,8 @@
 onnxruntime's MaxPool skips NaN (torch gives the window NaN) and gives the lowest finite
 value for a window of -inf. pt2onnx's ``max_pool`` converter therefore pools once when the
 input's sum is finite and takes an exact branch (a second MaxPool of a per-element code)
-otherwise: an ``If`` per MaxPool. This script times three versions of one export, one
-thread, interleaved run by run (median over ``--runs``):
+otherwise: an ``If`` per MaxPool. This script times five versions of one export, one
+thread, in shuffled rounds (``latency.interleaved``; median over ``--runs``):
 
 * ``as exported``: the ``If`` on the input's sum;
 * ``plain MaxPool``: each ``If`` replaced by its pooled branch (what torch.onnx emits;
@@ -19,21 +19,21 @@ thread, interleaved run by run (median over ``--runs``):
   that returns an outer value directly).
 
 The last two are exact too: they are the cheaper forms of the same ``If`` tried
-(2026-11-26, ``--runs 2000``: 1.00-1.01x and 1.01-1.05x of as exported: neither is cheaper).
+(2026-11-26, three runs: 0.98-1.01x and 1.00-1.05x of as exported: at most 2% cheaper).
 
-Measured 2026-11-26 on this 2-core machine (onnxruntime 1.32, default runs): CNN 97.0 /
-74.6 / 176.4 us (plain 0.77x of as exported), ResNet 71.3 / 60.5 / 85.4 us (0.85x): the
-``If`` accounts for ResNet's excess over torch.onnx in ``benchmarks/results/results.md``
-(1.14x) and most of the CNN's (1.37x); inlining the exact branch costs more. Absolute
-times vary by about 30% between runs on this shared machine; the ratios hold.
+Measured 2026-11-26 on this 2-core machine (onnxruntime 1.32, ``--runs 3000``): as
+exported / plain / always exact, CNN 97.1 / 74.7 / 177.7 us (plain 0.77x), ResNet 68.1 /
+60.0 / 85.3 us (0.88x): the ``If`` accounts for the excess of both over torch.onnx in
+``benchmarks/results/results.md`` (1.29x and 1.14x); inlining the exact branch costs more.
+Absolute times vary by about 30% between runs on this shared machine; the ratios hold.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,8 @@ import onnx
 import onnxruntime as ort
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+from latency import interleaved
 
 
 def _prune(graph: onnx.GraphProto) -> None:
@@ -173,13 +175,7 @@ def measure(name: str, runs: int) -> dict[str, float]:
     odd_reference = sessions["as exported"].run(None, {key: odd})[0]
     for label in ("always exact", "check by GlobalAveragePool", "pool inside the branches"):
         np.testing.assert_allclose(sessions[label].run(None, {key: odd})[0], odd_reference, err_msg=label)
-    times: dict[str, list[float]] = {k: [] for k in sessions}
-    for run in range(50 + runs):
-        for label, session in sessions.items():
-            start = time.perf_counter()
-            session.run(None, feeds)
-            if run >= 50:
-                times[label].append(time.perf_counter() - start)
+    times = interleaved({k: functools.partial(s.run, None, feeds) for k, s in sessions.items()}, runs)
     return {label: statistics.median(t) * 1e6 for label, t in times.items()}
 
 

@@ -9,14 +9,15 @@ not ``Add`` + ONNX ``RMSNormalization``, which is what pt2onnx emits for a Llama
 This script exports each model with pt2onnx (default opset), rewrites every
 ``RMSNormalization`` whose input is an ``Add`` into ``SkipSimplifiedLayerNormalization``
 (the sum as its fourth output where something else reads it), checks both files give the
-same output, and times them interleaved in one process (one thread, ``ORT_ENABLE_ALL``,
-median of ``--runs``; the 125M model runs ``--runs // 8``). Writes
+same output, and times them in one process in shuffled rounds (``latency.interleaved``;
+one thread, ``ORT_ENABLE_ALL``, median of ``--runs``; the 125M model runs ``--runs // 8``). Writes
 ``results/skip_norm_fusion.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -28,6 +29,8 @@ import onnxruntime as ort
 from onnx import helper
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+from latency import interleaved
 
 
 def fuse_skip_rms_norm(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
@@ -108,13 +111,7 @@ def main() -> None:
             feeds = {k: v.numpy() for k, v in case.sized(2, seq).items()}
             first, second = (s.run(None, feeds)[0] for s in sessions.values())
             difference = float(np.abs(first - second).max())
-            times: dict[str, list[float]] = {k: [] for k in sessions}
-            for run in range(5 + runs):
-                for label, session in sessions.items():
-                    start = time.perf_counter()
-                    session.run(None, feeds)
-                    if run >= 5:
-                        times[label].append(time.perf_counter() - start)
+            times = interleaved({k: functools.partial(s.run, None, feeds) for k, s in sessions.items()}, runs)
             ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
             lines.append(
                 f"| {name} | {seq} | {count} | {ms['standard']:.3f} | {ms['fused']:.3f} "
