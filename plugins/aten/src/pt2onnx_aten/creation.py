@@ -123,9 +123,10 @@ def linspace(op, start, end, steps, **kwargs):
     1 - i)`` over the rest, ``start`` alone for one step (torch's decomposition differs).
 
     Integer dtypes take ``start`` and ``end`` as integers first (4.3 counts from 4), the
-    step in double, and truncate each value. float16/bfloat16 run in float32, rounded
-    once: torch rounds after each operation in an order that depends on the CPU's vector
-    width, within about one unit in the last place of the larger bound."""
+    step in double, and truncate each value, computed as one fused multiply-add
+    (:func:`_fused`). float16/bfloat16 run in float32, rounded once: torch rounds after
+    each operation in an order that depends on the CPU's vector width, within about one
+    unit in the last place of the larger bound."""
     dtype = op.output_dtype
     integral = not dtype.is_floating_point()
     wide = ir.DataType.DOUBLE if integral else ir.DataType.FLOAT if dtype in HALVES else dtype
@@ -136,9 +137,28 @@ def linspace(op, start, end, steps, **kwargs):
     index = op.Cast(op.Range(op.constant(0, ir.DataType.INT64), n, op.constant(1, ir.DataType.INT64)), to=wide)
     last = op.Cast(op.Sub(n, op.constant(1, ir.DataType.INT64)), to=wide)
     step = op.Div(op.Sub(end, start), last)
-    halfway = op.Cast(op.Div(n, op.constant(2, ir.DataType.INT64)), to=wide)
-    rising = op.Add(start, op.Mul(step, index))
-    falling = op.Sub(end, op.Mul(step, op.Sub(last, index)))
-    values = op.Where(op.Less(index, halfway), rising, falling)
+    # The first half counts up from start, the rest down from end: end + step * (i - last).
+    rising = op.Less(index, op.Cast(op.Div(n, op.constant(2, ir.DataType.INT64)), to=wide))
+    base = op.Where(rising, start, end)
+    count = op.Where(rising, index, op.Sub(index, last))
+    values = _fused(op, base, step, count) if integral else op.Add(base, op.Mul(step, count))
     # One step: the step is 0 / 0, torch fills in start.
     return to_dtype(op, op.Where(op.Equal(last, op.constant(0, wide)), start, values), dtype)
+
+
+def _fused(op, base, step, count):
+    """``base + step * count`` in double, rounded once as a fused multiply-add rounds it.
+
+    torch's AVX2 and AVX-512 kernels are compiled with FMA contraction, and where a value
+    lands on an integer that rounding decides its truncation (1 to -33 in 51 steps: -15 at
+    step 25; rounded twice, and under ``ATEN_CPU_CAPABILITY=default``, -16). ``base``
+    holds integers. The step's high 26 bits (Veltkamp's split) and its low bits times
+    ``count`` are exact, and so is ``base - nearest + high`` (Sterbenz), ``nearest`` being
+    the integer nearest the sum: the residual's rounding cannot move ``nearest + residual``
+    across a rounding midpoint while ``steps < 2**27`` and ``steps * max(|start|, |end|)
+    < 2**53``."""
+    scaled = op.Mul(step, op.constant(2.0**27 + 1, ir.DataType.DOUBLE))
+    high = op.Sub(scaled, op.Sub(scaled, step))
+    high, low = op.Mul(high, count), op.Mul(op.Sub(step, high), count)
+    nearest = op.Round(op.Add(op.Add(base, high), low))
+    return op.Add(nearest, op.Add(op.Add(op.Sub(base, nearest), high), low))
