@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import torch
 import torch.utils._pytree as pytree
 from onnx_ir.tensor_adapters import from_torch_dtype
 from torch.export import ExportedProgram
+from torch.export.graph_signature import OutputKind
 
 from .assemble import OutputLayout
 from .errors import VerificationError, WeightsError
@@ -58,6 +61,39 @@ def _like(got: Any, expected: Any) -> Any:
         for g, e in zip(got_leaves, expected_leaves)
     ]
     return pytree.tree_unflatten(leaves, spec)
+
+
+def _tensor(module: torch.nn.Module, target: str) -> torch.Tensor:
+    """The parameter or buffer of ``module`` named ``target`` (a fully qualified name)."""
+    owner, _, name = target.rpartition(".")
+    try:
+        tensor = getattr(module.get_submodule(owner), name)
+    except AttributeError:
+        tensor = None
+    if not isinstance(tensor, torch.Tensor):
+        raise VerificationError(
+            f"the eager model has no parameter or buffer {target!r}, which the exported one updates",
+            hint="pass the model that was exported: result.verify(*inputs, _eager=model)",
+        )
+    return tensor
+
+
+@contextlib.contextmanager
+def _put_back(module: torch.nn.Module, targets: Iterable[str]) -> Iterator[None]:
+    """Put the parameters and buffers ``targets`` of ``module`` back as they were, after the block.
+
+    The block may update them in place or bind new tensors to their names.
+    """
+    saved = [(target, _tensor(module, target)) for target in targets]
+    values = [tensor.clone() for _, tensor in saved]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for (target, tensor), value in zip(saved, values):
+                tensor.copy_(value)
+                owner, _, name = target.rpartition(".")
+                setattr(module.get_submodule(owner), name, tensor)
 
 
 class ExportResult:
@@ -176,6 +212,10 @@ class ExportResult:
 
         Inputs the model mutates in place are updated in place here too.
         """
+        return self._run(args, kwargs)[0]
+
+    def _run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, ort.OrtValue]]:
+        """What :meth:`run` returns, and the ``<target>.updated`` outputs by ONNX output name."""
         leaves = flatten_inputs(self.program, args, kwargs)
         names = user_input_names(self.program)
         onnx_inputs = set(self.input_names)
@@ -195,7 +235,8 @@ class ExportResult:
             if target in names:
                 leaves[names.index(target)].copy_(from_ort(by_name[name]))
         spec = self.program.call_spec.out_spec
-        return pytree.tree_unflatten(user, spec) if spec is not None else user
+        updated = {name: by_name[name] for name in self.layout.mutations}
+        return (pytree.tree_unflatten(user, spec) if spec is not None else user), updated
 
     def _output(self, outputs: dict[str, ort.OrtValue], name: str) -> torch.Tensor:
         tensor = from_ort(outputs[name])
@@ -221,6 +262,11 @@ class ExportResult:
         (:data:`pt2onnx.runtime.TOLERANCES`) unless ``_atol``/``_rtol`` are given
         (underscored so they never clash with the model's own keyword arguments).
 
+        What the model updates in place is compared too, as ``<target>.updated``: each
+        buffer and parameter it mutates, read from eager's module after the call (then put
+        back as it was: the user's module, and the weights the ONNX model holds, which are
+        its tensors, stay unchanged), and each input it mutates (both sides run on copies).
+
         ``_eager`` is the model to compare with, when the exported one holds no weights
         (built on the meta device, exported with ``weights=``): the same model with its
         weights. A model exported with ``dtype=`` is compared with eager in that dtype:
@@ -238,20 +284,52 @@ class ExportResult:
         if self.dtype is not None:
             eager = _converted(eager, self.dtype)
             eager_args, eager_kwargs = cast_inputs(eager_args, eager_kwargs, self.dtype)
+        state, inputs = self._mutations()
         with self.report.phase("verify"):
-            with torch.no_grad():
+            with torch.no_grad(), _put_back(eager, state.values()):
                 expected = eager(*eager_args, **eager_kwargs)
+                expected_updates = [_tensor(eager, target).clone() for target in state.values()]
+                if state:  # an output may be a tensor put back below
+                    expected = _clone(expected)
             onnx_args, onnx_kwargs = _clone(args), _clone(kwargs)
             if self.dtype is not None and any(v.dtype == from_torch_dtype(self.dtype) for v in self.model.graph.inputs):
                 onnx_args, onnx_kwargs = cast_inputs(onnx_args, onnx_kwargs, self.dtype)  # keep_io_dtype=False
-            got = self.run(*onnx_args, **onnx_kwargs)
+            got, updated = self._run(onnx_args, onnx_kwargs)
+            expected_updates += self._user_inputs(inputs.values(), eager_args, eager_kwargs)
+            got_updates = [from_ort(updated[name]) for name in state]
+            got_updates += self._user_inputs(inputs.values(), onnx_args, onnx_kwargs)
             if self.dtype is not None:
-                got = _like(got, expected)
+                got, got_updates = _like(got, expected), _like(got_updates, expected_updates)
             names = [e for e in self.layout.user if isinstance(e, str)]
             check = compare(names, expected, got, atol=_atol, rtol=_rtol)
+            updates = compare([*state, *inputs], expected_updates, got_updates, atol=_atol, rtol=_rtol)
+            check = Verification(check.outputs + updates.outputs)
         self.report.verifications.append(check)
         self._write_report()
         return check
+
+    def _mutations(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The ``<target>.updated`` outputs of mutated parameters and buffers, and of mutated user inputs.
+
+        Each maps the ONNX output name to its target: a fully qualified name, or a user
+        input's placeholder name.
+        """
+        inputs = {
+            spec.target
+            for spec in self.program.graph_signature.output_specs
+            if spec.kind == OutputKind.USER_INPUT_MUTATION
+        }
+        mutations = self.layout.mutations.items()
+        return (
+            {name: target for name, target in mutations if target not in inputs},
+            {name: target for name, target in mutations if target in inputs},
+        )
+
+    def _user_inputs(self, targets: Iterable[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        """The user inputs with the placeholder names ``targets``, taken from ``args`` and ``kwargs``."""
+        names = user_input_names(self.program)
+        leaves = flatten_inputs(self.program, args, kwargs)
+        return [leaves[names.index(target)] for target in targets]
 
     # -- provenance ---------------------------------------------------------------------
 
