@@ -169,3 +169,54 @@ def test_a_model_on_the_meta_device_exports_and_saving_it_asks_for_its_weights(t
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(WeightsError, match=r"cannot run the model: 2 weights .* have no values[\s\S]*weights="):
         result.run(torch.randn(3, 4))
+
+
+class CheckedInEagerOnly(torch.nn.Module):
+    """Refuses every batch but 3 in eager, a check torch.export does not see."""
+
+    def forward(self, x):
+        if not torch.compiler.is_exporting() and x.shape[0] != 3:
+            raise ValueError("this model takes batches of 3")
+        return x * 2
+
+
+def test_a_dynamic_check_that_cannot_run_fails_and_says_why():
+    with pytest.raises(AssertionError, match="the dynamic check could not run") as info:
+        assert_exports_like_eager(CheckedInEagerOnly(), (torch.randn(3),))
+    message = str(info.value)
+    assert "eager PyTorch refuses it (ValueError: this model takes batches of 3)" in message
+    assert "other_inputs=" in message and "dynamic=False" in message
+
+
+class FixedNumel(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(2, 6)
+
+
+def test_sizes_the_guards_refuse_are_said_not_failed():
+    with pytest.warns(UserWarning, match=r"the dynamic check did not run: the captured program's guards refuse"):
+        assert_exports_like_eager(FixedNumel(), (torch.randn(3, 4),))
+
+
+class TopK(torch.nn.Module):
+    def forward(self, x):
+        return torch.topk(x, 3, dim=-1)
+
+
+def test_growing_an_input_adds_no_ties_where_indices_are_compared():
+    # Repeated slices tied with their originals and top-k broke the ties either way: the
+    # harness failed on about half of such tie-free inputs.
+    for seed in range(8):
+        assert_exports_like_eager(TopK(), (torch.randn(4, 6, generator=torch.Generator().manual_seed(seed)),))
+
+
+def test_grown_floating_inputs_add_no_ties():
+    from pt2onnx.testing import find_other_sizes
+
+    x = torch.tensor([[1.0, 4.0, -2.0], [0.5, 3.0, -1.0]])
+    result = pt2onnx.export(TopK(), (x,), dynamic_shapes="auto")
+    (grown,), _ = find_other_sizes(result, (x,), {}).inputs
+    assert grown.numel() > x.numel() and torch.equal(grown[: x.shape[0], : x.shape[1]], x)
+    assert grown.unique().numel() == grown.numel(), grown
+    # A repeat, moved by a few units in the last place only.
+    assert torch.allclose(grown[x.shape[0], : x.shape[1]], x[0], rtol=1e-6, atol=0)

@@ -126,3 +126,96 @@ def test_expect_ops_names_the_plugin_that_must_convert(session):
     )
     result.stdout.re_match_lines([r".*expected aten::relu to be converted by plugin 'mypack', but \['aten'\] did"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+WRONG_PACK = '''
+"""Converters right only on the inputs a weak test shows them."""
+import sys
+
+from pt2onnx.plugin import converter, hookimpl
+
+
+@converter("aten::relu.default")
+def relu(op, self):
+    return op.Identity(self)
+
+
+@converter("aten::sigmoid.default")
+def sigmoid(op, self):
+    return op.Mul(self, op.constant(0.0, op.output_dtype))
+
+
+@converter("aten::exp.default")
+def exp(op, self):
+    return op.Add(self, op.constant(1.0, op.output_dtype))
+
+
+@converter("aten::tanh.default", tolerance=1e10)
+def tanh(op, self):
+    return op.Mul(self, op.constant(0.0, op.output_dtype))
+
+
+@hookimpl
+def pt2onnx_register_converters(register):
+    register.module(sys.modules[__name__])
+'''
+
+
+def test_weak_proofs_prove_nothing(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """Each test passes on inputs or a tolerance that cannot tell the wrong converter from a
+    right one; the proof fails and names why. A declared tolerance is honoured."""
+    pytester.makepyfile(wrongpack=WRONG_PACK)
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    pytester.makepyfile(
+        test_pack="""
+        import torch
+        import wrongpack
+        from pt2onnx.testing import assert_exports_like_eager
+
+        class Exp(torch.nn.Module):
+            def forward(self, x):
+                return x.exp()
+
+        def test_relu_on_non_negative_values():
+            assert_exports_like_eager(torch.nn.ReLU(), torch.rand(3, 4), plugins=[wrongpack])
+
+        def test_sigmoid_at_a_tolerance_nothing_fails():
+            assert_exports_like_eager(torch.nn.Sigmoid(), torch.randn(3, 4), plugins=[wrongpack], atol=1e9)
+
+        def test_exp_on_zeros():
+            assert_exports_like_eager(Exp(), torch.zeros(3, 4), plugins=[wrongpack])
+
+        def test_tanh_at_the_tolerance_it_declares():
+            assert_exports_like_eager(torch.nn.Tanh(), torch.randn(3, 4), plugins=[wrongpack], atol=1e4)
+        """
+    )
+    result = pytester.runpytest_subprocess("--pt2onnx-prove", "wrongpack", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*4 passed*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*3 registration(s) of plugin 'wrongpack' not proven by any passing test*",
+            "*converter*aten::exp.default*wrongpack.exp*",
+            "*matched eager on the test's inputs but not on the witness*max abs difference*test_exp_on_zeros*",
+            "*converter*aten::relu.default*wrongpack.relu*",
+            "*matched eager on the test's inputs but not on the witness*test_relu_on_non_negative_values*",
+            "*converter*aten::sigmoid.default*wrongpack.sigmoid*",
+            "*matched eager only at a tolerance 1e+14x its dtype's default, above the 100x*tolerance=*",
+        ]
+    )
+    assert "wrongpack.tanh" not in result.stdout.str()
+
+
+def test_the_same_converters_are_proven_by_tests_that_can_tell(session):
+    """The counterpart: right converters on the weak tests' inputs are proven, witness and all."""
+    result = session(
+        """
+        def test_relu_on_non_negative_values():
+            assert_exports_like_eager(torch.nn.ReLU(), torch.rand(3, 4), plugins=[mypack])
+
+        def test_sigmoid_at_the_default_tolerance():
+            assert_exports_like_eager(torch.nn.Sigmoid(), torch.zeros(3, 4), plugins=[mypack])
+        """
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["*every registration of plugin 'mypack' is proven by a passing test*"])

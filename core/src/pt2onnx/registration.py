@@ -80,6 +80,9 @@ class Registration:
     since: int | None = None
     #: The newest target opset this registration serves (inclusive); None: any.
     until: int | None = None
+    #: How far above the dtype's default tolerance its results may differ from eager and a
+    #: test still prove it (:data:`pt2onnx.testing.TOLERANCE_FACTOR` when None).
+    tolerance: float | None = None
 
     def serves(self, opset: int) -> bool:
         """Whether this registration applies to an export at ``opset``."""
@@ -102,6 +105,14 @@ class Registration:
         return self.kind in ("converter", "lowering", "custom_op")
 
 
+def check_tolerance(tolerance: float | None) -> None:
+    """Raise ``ValueError`` unless ``tolerance`` is None or a factor of at least 1."""
+    if tolerance is not None and (
+        isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 1
+    ):
+        raise ValueError(f"tolerance={tolerance!r} is not a factor of the dtype's default tolerance (a number >= 1)")
+
+
 def check_opset_range(since: int | None, until: int | None) -> None:
     """Raise ``ValueError`` unless ``since``/``until`` are None or ints with ``since <= until``."""
     for name, bound in (("since", since), ("until", until)):
@@ -119,6 +130,7 @@ class _Tag:
     complex_values: bool = False
     since: int | None = None
     until: int | None = None
+    tolerance: float | None = None
 
 
 def _tagger(
@@ -128,15 +140,17 @@ def _tagger(
     complex_values: bool = False,
     since: int | None = None,
     until: int | None = None,
+    tolerance: float | None = None,
 ) -> Callable[[F], F]:
     names = tuple(normalize_op_name(op) for op in ops)
     if not names:
         raise ValueError(f"@{kind} needs at least one op name")
     check_opset_range(since, until)
+    check_tolerance(tolerance)
 
     def mark(fn: F) -> F:
         tags: list[_Tag] = list(getattr(fn, _TAG, ()))
-        tags.append(_Tag(kind, names, override, complex_values, since, until))
+        tags.append(_Tag(kind, names, override, complex_values, since, until, tolerance))
         setattr(fn, _TAG, tags)
         return fn
 
@@ -149,6 +163,7 @@ def converter(
     complex_values: bool = False,
     since: int | None = None,
     until: int | None = None,
+    tolerance: float | None = None,
 ) -> Callable[[F], F]:
     """Mark ``fn`` as the converter of ``ops`` (names like ``"aten::gelu"`` or op objects).
 
@@ -159,19 +174,28 @@ def converter(
     ``since``/``until`` bound the target opsets it serves (both inclusive; None: no
     bound): an export at another opset does not see it, and of one plugin's converters
     of an op that serve the target opset, the one with the highest ``since`` wins.
+    ``tolerance=N`` declares that its results match eager only within N times the
+    dtype's default tolerance (say, it computes in another precision than torch's
+    kernel): a test with such a tolerance then proves it (``pytest --pt2onnx-prove``),
+    where without the declaration only tests within
+    :data:`pt2onnx.testing.TOLERANCE_FACTOR` times the default do.
     The function is registered when its module is passed to ``register.module``.
     """
-    return _tagger("converter", ops, override, complex_values, since, until)
+    return _tagger("converter", ops, override, complex_values, since, until, tolerance)
 
 
 def lowering(
-    *ops: OpRef, override: bool = False, since: int | None = None, until: int | None = None
+    *ops: OpRef,
+    override: bool = False,
+    since: int | None = None,
+    until: int | None = None,
+    tolerance: float | None = None,
 ) -> Callable[[F], F]:
     """Mark ``fn`` as the lowering of higher-order ``ops`` (``"higher_order::cond"``, ...).
 
-    ``since``/``until``: the target opsets it serves, as for :func:`converter`.
+    ``since``/``until``/``tolerance``: as for :func:`converter`.
     """
-    return _tagger("lowering", ops, override, since=since, until=until)
+    return _tagger("lowering", ops, override, since=since, until=until, tolerance=tolerance)
 
 
 @dataclass
@@ -191,16 +215,28 @@ class _Sink:
         complex_values: bool = False,
         since: int | None = None,
         until: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
         if fn is not None and not callable(fn):
             raise TypeError(f"plugin {self.plugin!r}: {kind} for {op!r} is not callable: {fn!r}")
         try:
             check_opset_range(since, until)
+            check_tolerance(tolerance)
         except ValueError as e:
             raise ValueError(f"plugin {self.plugin!r}: {kind} for {op!r}: {e}") from None
         self.registrations.append(
             Registration(
-                normalize_op_name(op), kind, fn, self.plugin, self.layer, override, None, complex_values, since, until
+                normalize_op_name(op),
+                kind,
+                fn,
+                self.plugin,
+                self.layer,
+                override,
+                None,
+                complex_values,
+                since,
+                until,
+                tolerance,
             )
         )
 
@@ -223,7 +259,7 @@ class _Registrar:
                 if tag.kind != kind:
                     continue
                 for op in tag.ops:
-                    self._sink.add(kind, op, fn, tag.override, tag.complex_values, tag.since, tag.until)
+                    self._sink.add(kind, op, fn, tag.override, tag.complex_values, tag.since, tag.until, tag.tolerance)
                     count += 1
         return count
 
@@ -240,9 +276,10 @@ class ConverterRegistrar(_Registrar):
         complex_values: bool = False,
         since: int | None = None,
         until: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
-        """Register ``fn`` as the converter of ``op`` (``complex_values``, ``since``, ``until``: see :func:`converter`)."""
-        self._sink.add("converter", op, fn, override, complex_values, since, until)
+        """Register ``fn`` as the converter of ``op`` (the keywords: see :func:`converter`)."""
+        self._sink.add("converter", op, fn, override, complex_values, since, until, tolerance)
 
     def module(self, module: ModuleType) -> int:
         """Register every ``@converter`` function defined in ``module``; returns how many."""
@@ -260,9 +297,10 @@ class LoweringRegistrar(_Registrar):
         override: bool = False,
         since: int | None = None,
         until: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
-        """Register ``fn`` as the lowering of the higher-order op ``op`` (``since``/``until``: see :func:`converter`)."""
-        self._sink.add("lowering", op, fn, override, since=since, until=until)
+        """Register ``fn`` as the lowering of the higher-order op ``op`` (the keywords: see :func:`converter`)."""
+        self._sink.add("lowering", op, fn, override, since=since, until=until, tolerance=tolerance)
 
     def module(self, module: ModuleType) -> int:
         """Register every ``@lowering`` function defined in ``module``; returns how many."""
@@ -272,7 +310,8 @@ class LoweringRegistrar(_Registrar):
 class CustomOpRegistrar(_Registrar):
     """Handed to ``pt2onnx_register_custom_ops``: three ways to export a ``torch.library`` op.
 
-    Each takes ``since``/``until``, the target opsets the handler serves (see :func:`converter`).
+    Each takes ``since``/``until``, the target opsets the handler serves, and
+    ``tolerance``, how far from eager its results may be (see :func:`converter`).
     """
 
     def expand(
@@ -283,9 +322,10 @@ class CustomOpRegistrar(_Registrar):
         override: bool = False,
         since: int | None = None,
         until: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
         """``fn(op, *args, **kwargs)`` emits standard ONNX ops for the custom op."""
-        self._sink.add("custom_op", op, fn, override, since=since, until=until)
+        self._sink.add("custom_op", op, fn, override, since=since, until=until, tolerance=tolerance)
 
     def custom_domain(
         self,
@@ -298,6 +338,7 @@ class CustomOpRegistrar(_Registrar):
         override: bool = False,
         since: int | None = None,
         until: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
         """Emit the op as one node ``domain::op_type`` (opset ``version`` of that domain).
 
@@ -310,7 +351,7 @@ class CustomOpRegistrar(_Registrar):
         name = normalize_op_name(op)
         node_type = op_type or name.split("::", 1)[1].split(".", 1)[0]
         emit = _single_node(domain, node_type, version, attributes)
-        self._sink.add("custom_op", op, emit, override, since=since, until=until)
+        self._sink.add("custom_op", op, emit, override, since=since, until=until, tolerance=tolerance)
 
     def decompose(
         self,
@@ -320,9 +361,10 @@ class CustomOpRegistrar(_Registrar):
         override: bool = False,
         since: int | None = None,
         until: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
         """``fn`` is a Python decomposition of the op into aten ops, run before translation."""
-        self._sink.add("decomposition", op, fn, override, since=since, until=until)
+        self._sink.add("decomposition", op, fn, override, since=since, until=until, tolerance=tolerance)
 
     def module(self, module: ModuleType) -> int:
         """Register every ``@converter`` function of ``module`` as an ``expand`` handler."""
@@ -353,6 +395,7 @@ class RewriteRegistrar(_Registrar):
         override: bool = False,
         since: int | None = None,
         until: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
         """Register ``fn(model)``, which rewrites the assembled ``onnx_ir.Model`` in place, as the pass ``name``.
 
@@ -360,7 +403,8 @@ class RewriteRegistrar(_Registrar):
         switches it off; a higher layer registering the same name replaces it.
         ``since``/``until``: the target opsets it runs at (inclusive), e.g. ``since=23``
         for a fusion into ``Attention``; at any other opset the pass is off and the
-        report says why.
+        report says why. ``tolerance``: how far from eager its results may be, as for
+        :func:`converter`.
         """
         if not name.isidentifier():
             raise ValueError(f"plugin {self.plugin!r}: rewrite name {name!r} is not an identifier")
@@ -368,10 +412,21 @@ class RewriteRegistrar(_Registrar):
             raise TypeError(f"plugin {self.plugin!r}: rewrite {name!r} is not callable: {fn!r}")
         try:
             check_opset_range(since, until)
+            check_tolerance(tolerance)
         except ValueError as e:
             raise ValueError(f"plugin {self.plugin!r}: rewrite {name!r}: {e}") from None
         self._sink.registrations.append(
-            Registration(name, "rewrite", fn, self.plugin, self._sink.layer, override, since=since, until=until)
+            Registration(
+                name,
+                "rewrite",
+                fn,
+                self.plugin,
+                self._sink.layer,
+                override,
+                since=since,
+                until=until,
+                tolerance=tolerance,
+            )
         )
 
 

@@ -91,6 +91,8 @@ class OutputDifference:
     atol: float = 0.0
     rtol: float = 0.0
     dtype: str = "-"
+    #: The largest finite magnitude of eager's values (floating outputs; 0 for others).
+    scale: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -173,7 +175,9 @@ def _measure(name: str, expected: Any, got: Any, atol: float | None, rtol: float
     max_abs = float(diff.max()) if diff.numel() else 0.0
     max_rel = float((diff / scale.clamp_min(1e-12)).max()) if diff.numel() else 0.0
     close = bool((diff <= atol + rtol * scale).all())
-    return OutputDifference(name, max_abs, max_rel, shape_ok, dtype_ok, nan_ok, close, atol, rtol)
+    finite = e[torch.isfinite(e)].abs()
+    largest = float(finite.max()) if finite.numel() else 0.0
+    return OutputDifference(name, max_abs, max_rel, shape_ok, dtype_ok, nan_ok, close, atol, rtol, scale=largest)
 
 
 def _exact_difference(

@@ -96,6 +96,14 @@ def test_squeeze(data, x):
     assert_exports_like_eager(Fn(fn), (x,), expect_ops=[op] if x.dim() else [])
 
 
+@pytest.mark.parametrize("ds", [(1,), (1, 3), (0, 3)])
+def test_squeeze_dims(ds):
+    # squeeze.dims on values, whatever the property test above draws (empty tensors prove nothing).
+    assert_exports_like_eager(
+        Fn(lambda t: t.squeeze(ds)), (torch.randn(2, 1, 3, 1),), expect_ops=["aten::squeeze.dims"]
+    )
+
+
 def test_squeeze_of_a_symbolic_dim_keeps_it():
     model = Fn(lambda t: t.squeeze(0))
     batch = torch.export.Dim("batch", min=2)

@@ -25,6 +25,9 @@ What each guarantee rests on (the tests that prove it):
 
 * a registration counts as proven only through a passing, verified export of the
   plugin's own function — ``tests/test_testing_proofs.py``;
+* ... that also matched eager on a witness input the harness draws itself, at a
+  tolerance within :data:`TOLERANCE_FACTOR` of the dtype's default unless the
+  registration declares more — ``tests/test_testing_proofs.py::test_weak_proofs_prove_nothing``;
 * each output is compared by its own dtype, integers exactly —
   ``tests/test_testing_harness.py::test_integer_outputs_are_compared_exactly_beside_a_loose_float_output``;
 * a converter output whose static shape disagrees with torch's stops the export —
@@ -39,7 +42,15 @@ What each guarantee rests on (the tests that prove it):
 from __future__ import annotations
 
 from ..runtime import TOLERANCES
-from .harness import OLDEST_OPSET_EVERY_ENV, assert_exports_like_eager, other_sizes, record_proof
+from .harness import (
+    OLDEST_OPSET_EVERY_ENV,
+    OtherSizes,
+    assert_exports_like_eager,
+    find_other_sizes,
+    other_sizes,
+    record_proof,
+)
+from .record import TOLERANCE_FACTOR
 from .strategies import (
     ALL_DTYPES,
     EDGE_KINDS,
@@ -51,6 +62,7 @@ from .strategies import (
     shapes,
     tensors,
 )
+from .witness import witness_inputs
 
 __all__ = [
     "ALL_DTYPES",
@@ -59,12 +71,16 @@ __all__ = [
     "INT_DTYPES",
     "OLDEST_OPSET_EVERY_ENV",
     "TOLERANCES",
+    "TOLERANCE_FACTOR",
+    "OtherSizes",
     "assert_exports_like_eager",
     "broadcast_shapes",
     "dims",
     "dtypes",
+    "find_other_sizes",
     "other_sizes",
     "record_proof",
     "shapes",
     "tensors",
+    "witness_inputs",
 ]

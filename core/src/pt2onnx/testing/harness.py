@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import onnx
@@ -35,11 +37,21 @@ from ..opnames import normalize_op_name
 from ..opset import MIN_OPSET
 from ..registration import Registration
 from ..registry import session_registry
-from ..result import ExportResult
+from ..result import ExportResult, _put_back
+from ..runtime import Verification, tolerance
 from ..signature import flatten_inputs, normalize_args, user_input_names
 from .record import record, selected
+from .witness import witness_inputs
 
-__all__ = ["OLDEST_OPSET_EVERY_ENV", "assert_exports_like_eager", "oldest_opset", "other_sizes", "record_proof"]
+__all__ = [
+    "OLDEST_OPSET_EVERY_ENV",
+    "OtherSizes",
+    "assert_exports_like_eager",
+    "find_other_sizes",
+    "oldest_opset",
+    "other_sizes",
+    "record_proof",
+]
 
 #: The environment variable that says which calls of the harness also check the oldest
 #: opset: every call (``1``, the default), the first of each test and one in N by the inputs (``N``), none (``0``).
@@ -87,7 +99,12 @@ def assert_exports_like_eager(
 
     When the test passes, the pytest plugin of :mod:`pt2onnx.testing` counts every
     registration that did work in this export (converter, lowering, custom-op handler,
-    applied decomposition, rewrite that changed the graph) as proven.
+    applied decomposition, rewrite that changed the graph) as proven, if the export also
+    matches eager on a witness input the harness draws itself
+    (:mod:`pt2onnx.testing.witness`) and ``atol``/``rtol`` are within
+    :data:`~pt2onnx.testing.TOLERANCE_FACTOR` times the outputs' dtypes' defaults or
+    the ``tolerance=`` the registration declares. The witness never fails the test: it
+    only decides what the test proves.
 
     Returns the export result.
     """
@@ -104,14 +121,33 @@ def assert_exports_like_eager(
     _check_expected_ops(result, expect_ops)
     if check_model:
         onnx.checker.check_model(result.model_proto, full_check=True)
+    unchecked = ""
     if export_options.get("dynamic_shapes") == "auto":
-        grown = other_sizes(result, args, kwargs)
-        if grown is not None:
-            checks.append(grown)
-    _verify(result, checks, atol, rtol, "ONNX model differs from eager PyTorch")
-    record(result.report.contributions)
+        found = find_other_sizes(result, args, kwargs)
+        if found.inputs is not None:
+            checks.append(found.inputs)
+        elif found.eager_refused:
+            raise AssertionError(
+                "the dynamic check could not run: no other size of the symbolic dims "
+                f"{found.symbols} is accepted by both the captured program and eager PyTorch:\n  "
+                + "\n  ".join(found.attempts)
+                + "\npass other_inputs=[(args, kwargs)] of valid other sizes, or dynamic=False and say why"
+            )
+        elif found.attempts:
+            # One message per test, however many examples meet it; a failure below gives the sizes.
+            warnings.warn(
+                "pt2onnx.testing: the dynamic check did not run: the captured program's guards refuse every "
+                "other size the harness tried (find_other_sizes(result, args, kwargs).attempts lists them); "
+                "pass other_inputs=[(args, kwargs)] to check sizes they accept",
+                stacklevel=2,
+            )
+            unchecked = f"the dynamic check did not run: {found.attempts[0]}"
+    differs = "ONNX model differs from eager PyTorch" + (f" ({unchecked})" if unchecked else "")
+    witness = witness_inputs(*checks[0], seed=_digest(model, checks[:1]))
+    looseness = _looseness(_verify(result, checks, atol, rtol, differs))
+    record(result.report.contributions, looseness=looseness, refuted=_refuted(result, checks[0], witness, atol, rtol))
     if opset is None and _oldest_opset_due(model, checks):
-        _check_oldest_opset(model, result, checks, atol, rtol, check_model, export_options)
+        _check_oldest_opset(model, result, checks, witness, atol, rtol, check_model, export_options)
     return result
 
 
@@ -163,6 +199,7 @@ def _check_oldest_opset(
     model: Any,
     result: ExportResult,
     checks: Sequence[Inputs],
+    witness: Inputs | None,
     atol: float | None,
     rtol: float | None,
     check_model: bool,
@@ -197,12 +234,13 @@ def _check_oldest_opset(
         raise AssertionError(f"export failed {failed}: {type(e).__name__}: {e}") from e
     try:
         # Compared with the model itself, not with the program it was captured as.
-        _verify(older, checks, atol, rtol, f"ONNX model differs from eager PyTorch {failed}", eager=result._eager)
+        checked = _verify(older, checks, atol, rtol, f"ONNX model differs from eager PyTorch {failed}", result._eager)
     except AssertionError:
         raise
     except Exception as e:  # e.g. onnxruntime has no kernel for a node at this opset
         raise AssertionError(f"running the model failed {failed}: {type(e).__name__}: {e}") from e
-    record(older.report.contributions)
+    refuted = _refuted(older, checks[0], witness, atol, rtol, result._eager)
+    record(older.report.contributions, looseness=_looseness(checked), refuted=refuted)
 
 
 #: Options of :func:`pt2onnx.export` about capturing or writing files, which an
@@ -223,11 +261,67 @@ def _verify(
     rtol: float | None,
     what: str,
     eager: torch.nn.Module | None = None,
-) -> None:
+) -> list[Verification]:
+    verified = []
     for call_args, call_kwargs in checks:
         check = result.verify(*call_args, _atol=atol, _rtol=rtol, _eager=eager, **call_kwargs)
         if not check.ok:
             raise AssertionError(f"{what}:\n{check}\ninputs: {_describe(call_args)}\nexport report:\n{result.report}")
+        verified.append(check)
+    return verified
+
+
+def _refuted(
+    result: ExportResult,
+    example: Inputs,
+    witness: Inputs | None,
+    atol: float | None,
+    rtol: float | None,
+    eager: torch.nn.Module | None = None,
+) -> str | None:
+    """Why the export proves nothing although it matched on the test's inputs, or None.
+
+    It does when it matches on the witness too, and when the example has no tensor to
+    draw other values for (a factory's output depends only on its constants).
+    """
+    if witness is None:
+        tensors = [leaf for leaf in pytree.tree_leaves(example) if isinstance(leaf, torch.Tensor)]
+        if not tensors:
+            return None
+        return "the harness could not draw a witness: every input tensor is empty or an integer one of one value"
+    try:
+        check = result.verify(*witness[0], _atol=atol, _rtol=rtol, _eager=eager, **witness[1])
+    except Exception as e:  # noqa: BLE001 - eager or onnxruntime refusing the witness is the reason to report
+        return f"the witness input could not be checked ({type(e).__name__}: {_first_line(e)})"
+    if check.ok:
+        return None
+    bad = next(o for o in check.outputs if not o.ok)
+    return (
+        f"matched eager on the test's inputs but not on the witness (same shapes and dtypes, other values): "
+        f"output {bad.name!r} max abs difference {bad.max_abs:.3g}"
+    )
+
+
+def _looseness(checks: Sequence[Verification]) -> float:
+    """How far the tolerance applied is above the outputs' dtypes' defaults (1: at or below them).
+
+    An ``atol`` counts against the default scaled by the largest finite eager value, so a
+    tolerance that grows with the values compared is not loose (see ``TOLERANCE_FACTOR``).
+    """
+    worst = 1.0
+    for check in checks:
+        for o in check.outputs:
+            dtype = getattr(torch, o.dtype, None)
+            if not isinstance(dtype, torch.dtype) or not (dtype.is_floating_point or dtype.is_complex):
+                continue
+            default_atol, default_rtol = tolerance(dtype.to_real())
+            worst = max(worst, o.atol / (default_atol * max(1.0, o.scale)), o.rtol / default_rtol)
+    return worst
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else ""
 
 
 def record_proof(result: ExportResult) -> None:
@@ -252,15 +346,43 @@ def _check_expected_ops(result: ExportResult, expect_ops: Iterable[str] | Mappin
             raise AssertionError(f"expected {name} to be converted by plugin {plugin!r}, but {sorted(found)} did")
 
 
+@dataclass
+class OtherSizes:
+    """What :func:`find_other_sizes` found: the inputs at other sizes, or why there are none.
+
+    ``attempts`` says, for each size tried and refused, who refused it and how;
+    ``eager_refused`` whether eager PyTorch refused (or computed other shapes at) a size
+    the captured program accepts. With no inputs found, all attempts refused by the
+    program's own guards mean torch tied the dims to the example's sizes (or to each
+    other, as ``s0 * s1 == 12``) in ways the harness does not solve; a size eager refuses
+    means the program claims sizes eager does not take.
+    """
+
+    inputs: Inputs | None
+    symbols: dict[str, int] = field(default_factory=dict)
+    attempts: list[str] = field(default_factory=list)
+    eager_refused: bool = False
+
+
 def other_sizes(result: ExportResult, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Inputs | None:
+    """The example inputs with the symbolic dims of the exported program at other sizes, or None.
+
+    :func:`find_other_sizes`'s inputs, without its account of the sizes refused.
+    """
+    return find_other_sizes(result, args, kwargs).inputs
+
+
+def find_other_sizes(result: ExportResult, args: tuple[Any, ...], kwargs: dict[str, Any]) -> OtherSizes:
     """The example inputs with the symbolic dims of the exported program at other sizes.
 
     Each input grows (or shrinks) along its symbolic dims by repeating its own slices, so
-    index-like inputs stay valid. A size counts only where the captured program's shape
-    guards accept it and eager PyTorch computes outputs of the program's structure and
-    shapes with it. All symbols are moved together if possible, else one at a time. None
-    when no symbolic dim can take another size: torch kept it symbolic but guarded it to
-    the example's value, so it is static in all but name.
+    index-like inputs stay valid; in floating inputs each repeated copy is moved by as many
+    units in the last place as its number, so growing adds no ties (which sort, top-k and
+    arg-max may break either way) where the example had none. A size counts only where the
+    captured program's shape guards accept it and eager PyTorch computes outputs of the
+    program's structure and shapes with it. All symbols are moved together if possible,
+    else one at a time, by small steps and by doubling (a dim that must stay a multiple of
+    its size). The result says which sizes were refused, by whom and how.
     """
     program = result.program
     leaves = flatten_inputs(program, args, kwargs)
@@ -271,38 +393,61 @@ def other_sizes(result: ExportResult, args: tuple[Any, ...], kwargs: dict[str, A
         for expr, size in _symbolic_sizes(fake, leaf):
             if expr.is_symbol:
                 symbols.setdefault(expr, size)
+    found = OtherSizes(None, {str(s): v for s, v in symbols.items()})
     if not symbols:
-        return None
+        return found
     eager = result._eager if result._eager is not None else program.module()
     guarded = program.module()
+    # Buffers and parameters the model updates in place are put back after each call, so
+    # that trying sizes leaves the state verify() starts from as it was.
+    state = list(result._mutations()[0].values())
 
     def attempt(changed: dict[Any, int]) -> Inputs | None:
         values = {**symbols, **changed}
         grown = [_resize(leaf, fake, values) for fake, leaf in zip(fakes, leaves)]
         grown += leaves[len(fakes) :]
         new_args, new_kwargs = pytree.tree_unflatten(grown, program.call_spec.in_spec)
-        try:
-            with torch.no_grad():
-                traced = guarded(*_cloned(new_args), **_cloned(new_kwargs))
-                expected = eager(*_cloned(new_args), **_cloned(new_kwargs))
-        except Exception:  # noqa: BLE001 - the guards (or eager) say this size is not valid
+        sizes = ", ".join(f"{s}={v}" for s, v in changed.items())
+        with torch.no_grad():
+            try:
+                with _put_back(guarded, state):
+                    traced = guarded(*_cloned(new_args), **_cloned(new_kwargs))
+            except Exception as e:  # noqa: BLE001 - the program's guards refusing a size is an answer
+                found.attempts.append(
+                    f"{sizes}: the captured program refuses it ({type(e).__name__}: {_first_line(e)})"
+                )
+                return None
+            try:
+                with _put_back(eager, state):
+                    expected = eager(*_cloned(new_args), **_cloned(new_kwargs))
+            except Exception as e:  # noqa: BLE001 - eager refusing a size the guards accept is an answer too
+                found.attempts.append(f"{sizes}: eager PyTorch refuses it ({type(e).__name__}: {_first_line(e)})")
+                found.eager_refused = True
+                return None
+        if not _same_layout(traced, expected):
+            found.attempts.append(f"{sizes}: eager returns other shapes than the captured program")
+            found.eager_refused = True
             return None
-        return (tuple(new_args), dict(new_kwargs)) if _same_layout(traced, expected) else None
+        return tuple(new_args), dict(new_kwargs)
 
-    steps = (1, -1, 2, -2, 3, -3, 5)
-    for step in steps:
-        moved = {s: v + step for s, v in symbols.items()}
+    def candidates(value: int) -> list[int]:
+        # Small steps first; then steps and multiples that keep a dim's parity or divisibility,
+        # which guards such as ``s0 % 2 == 0`` or ``s0 // 2 % 2 == 0`` ask for.
+        return [value + step for step in (1, -1, 2, -2, 3, -3, 4, 5, 6, 8)] + [2 * value, 3 * value]
+
+    for index in range(len(candidates(2))):
+        moved = {s: candidates(v)[index] for s, v in symbols.items()}
         if all(v >= 2 and _in_range(program, s, v) for s, v in moved.items()):
-            found = attempt(moved)
-            if found is not None:
+            found.inputs = attempt(moved)
+            if found.inputs is not None:
                 return found
     for symbol, value in symbols.items():
-        for step in steps:
-            if value + step >= 2 and _in_range(program, symbol, value + step):
-                found = attempt({symbol: value + step})
-                if found is not None:
+        for size in candidates(value):
+            if size >= 2 and _in_range(program, symbol, size):
+                found.inputs = attempt({symbol: size})
+                if found.inputs is not None:
                     return found
-    return None
+    return found
 
 
 def _same_layout(a: Any, b: Any) -> bool:
@@ -334,15 +479,38 @@ def _resize(leaf: Any, fake: Any, values: dict[Any, int]) -> Any:
         return int(fake.node.expr.subs(values))
     if not isinstance(fake, torch.Tensor) or not isinstance(leaf, torch.Tensor):
         return leaf
+    # Copies along later axes move by multiples of the copies so far (mixed radix), so no
+    # two copies of one value, along one axis or several, move by as many units.
+    radix = 1
     for axis, size in enumerate(fake.shape):
         if isinstance(size, torch.SymInt):
             new = int(size.node.expr.subs(values))
             old = leaf.shape[axis]
             if new != old and old > 0:
                 # Tiled, not index_select: that has no kernel for uint16/32/64.
-                tiles = [-(-new // old) if d == axis else 1 for d in range(leaf.dim())]
-                leaf = leaf.repeat(tiles).narrow(axis, 0, new)
+                copies = -(-new // old)
+                tiles = [copies if d == axis else 1 for d in range(leaf.dim())]
+                leaf = leaf.repeat(tiles)
+                if leaf.is_floating_point() and copies > 1:
+                    leaf = _untied(leaf, axis, old, copies, radix)
+                    radix *= copies
+                leaf = leaf.narrow(axis, 0, new)
     return leaf
+
+
+def _untied(leaf: torch.Tensor, axis: int, length: int, copies: int, step: int) -> torch.Tensor:
+    """``leaf`` made of ``copies`` repeats of ``length`` slices along ``axis``, the k-th repeat's
+    finite values moved ``k * step`` units in the last place up, so no finite value of a copy
+    ties with its original (NaN and infinities stay as they are)."""
+    parts = list(leaf.split(length, dim=axis))
+    for k in range(1, copies):
+        finite = parts[k].isfinite()
+        up = torch.full_like(parts[k], float("inf"))
+        moved = parts[k]
+        for _ in range(k * step):
+            moved = torch.nextafter(moved, up)
+        parts[k] = torch.where(finite & moved.isfinite(), moved, parts[k])
+    return torch.cat(parts, dim=axis)
 
 
 def _cloned(tree: Any) -> Any:

@@ -3,9 +3,12 @@
 ``pytest --pt2onnx-prove NAME`` (repeatable, or the ini option ``pt2onnx_prove``) fails
 the session unless every converter, lowering, custom-op handler, decomposition and
 rewrite that plugin ``NAME`` registers did work in an export of a *passing* test that
-matched eager PyTorch (:func:`pt2onnx.testing.assert_exports_like_eager`). A test that
-only declares an op, or an export that the builtin converter did instead of the pack's,
-proves nothing. Works with pytest-xdist: workers send what they proved to the controller.
+matched eager PyTorch (:func:`pt2onnx.testing.assert_exports_like_eager`), on the test's
+inputs and on the harness's witness input, at a tolerance that can tell a right
+converter from a wrong one (:mod:`pt2onnx.testing.record`). A test that only declares an
+op, or an export that the builtin converter did instead of the pack's, proves nothing;
+the summary says why each registration left is unproven. Works with pytest-xdist:
+workers send what they proved to the controller.
 
 Nothing here imports torch until a test runs, so the plugin is free where unused.
 """
@@ -17,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from .record import Proof, collecting, unproven
+from .record import Evidence, Proof, collecting, unproven
 
-_PROOFS = pytest.StashKey[set[Proof]]()  # on the config: what the session's passing tests proved
-_TEST_PROOFS = pytest.StashKey[set[Proof]]()  # on an item: what its call proved
-_MISSING = pytest.StashKey[dict[str, list[Proof]]]()
+_EVIDENCE = pytest.StashKey[Evidence]()  # on the config: what the session's passing tests proved
+_TEST_EVIDENCE = pytest.StashKey[Evidence]()  # on an item: what its call proved
+_MISSING = pytest.StashKey[dict[str, list[tuple[Proof, str]]]]()
 _WORKER_KEY = "pt2onnx_proofs"
 
 
@@ -38,32 +41,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_PROOFS] = set()
+    config.stash[_EVIDENCE] = Evidence()
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
-    with collecting() as proofs:
+    with collecting() as evidence:
         try:
             return (yield)
         finally:
-            item.stash[_TEST_PROOFS] = set(proofs)
+            item.stash[_TEST_EVIDENCE] = evidence
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report = yield
     if report.when == "call" and report.passed and not hasattr(report, "wasxfail"):
-        proven: set[Proof] = item.stash.get(_TEST_PROOFS, set())
-        item.config.stash[_PROOFS].update(proven)
+        item.config.stash[_EVIDENCE].add(item.stash.get(_TEST_EVIDENCE, Evidence()), item.nodeid)
     return report
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """xdist controller: take what a worker proved."""
-    proofs = getattr(node, "workeroutput", {}).get(_WORKER_KEY, [])
-    node.config.stash[_PROOFS].update(tuple(p) for p in proofs)
+    wire = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
+    if wire is not None:
+        node.config.stash[_EVIDENCE].add(Evidence.from_wire(wire))
 
 
 def _plugins_to_prove(config: pytest.Config) -> list[str]:
@@ -74,13 +77,12 @@ def _plugins_to_prove(config: pytest.Config) -> list[str]:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if hasattr(config, "workeroutput"):  # an xdist worker: the controller decides
-        proven: set[Proof] = config.stash[_PROOFS]
-        config.workeroutput[_WORKER_KEY] = sorted(proven)
+        config.workeroutput[_WORKER_KEY] = config.stash[_EVIDENCE].to_wire()
         return
     plugins = _plugins_to_prove(config)
     if not plugins or session.shouldfail or session.shouldstop:
         return
-    missing = {name: unproven(name, config.stash[_PROOFS]) for name in plugins}
+    missing = {name: unproven(name, config.stash[_EVIDENCE]) for name in plugins}
     config.stash[_MISSING] = {name: rows for name, rows in missing.items() if rows}
     if config.stash[_MISSING] and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -98,8 +100,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             continue
         terminalreporter.write_line(
             f"pt2onnx: {len(rows)} registration(s) of plugin {name!r} not proven by any passing test "
-            "(assert_exports_like_eager must convert with them and match eager):",
+            "(assert_exports_like_eager must convert with them and match eager, on the witness input too):",
             red=True,
         )
-        for kind, op, function in rows:
+        for (kind, op, function), why in rows:
             terminalreporter.write_line(f"  {kind:<13} {op:<48} {function}")
+            terminalreporter.write_line(f"      {why}")
