@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import shlex
 import subprocess
 import sys
 import types
@@ -121,3 +122,24 @@ def test_the_testing_docstring_example_runs_its_test():
     assert tests
     for test in tests:
         test()
+
+
+def test_the_docs_build_of_dev_sh_fails_on_a_broken_link(tmp_path):
+    """``./dev.sh test``'s docs build, with its own flags, stops on a warning (``--quiet``
+    beside ``--strict`` once hid them all from the strict count)."""
+    line = next(line for line in (ROOT / "dev.sh").read_text().splitlines() if "mkdocs build" in line)
+    words = shlex.split(line.split("mkdocs build", 1)[1])
+    flags = [w for i, w in enumerate(words) if w.startswith("-") and w != "--site-dir" and words[i - 1] != "--site-dir"]
+    assert "--strict" in flags
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\nSee [the missing page](no_such_page.md).\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: broken\n")
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", *flags, "--site-dir", str(tmp_path / "site")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert build.returncode != 0, f"mkdocs build {' '.join(flags)} passed a page with a broken link:\n{build.stderr}"
+    assert "no_such_page.md" in build.stderr
