@@ -2,9 +2,8 @@
 
 User inputs stay graph inputs; parameters, buffers and lifted constants become
 initializers named by their fully qualified names, referencing torch's tensors
-(never copied); user outputs are named after the returned structure; mutated buffers
-and inputs become extra outputs named ``<name>.updated``. Plugins' pytree types may
-rename the inputs and outputs inside them (``past_key_values.0.key``, ``present.0.key``).
+(never copied); mutated buffers and inputs become extra outputs. Inputs and outputs get
+the names :mod:`pt2onnx.interface.names` gives them.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 from .errors import ConversionError
-from .signature import output_names
+from .interface.names import IONames, updated_name
 from .translate import TranslatedGraph
 
 __all__ = ["OutputLayout", "assemble"]
@@ -79,17 +78,16 @@ def assemble(
     program: ExportedProgram,
     translated: TranslatedGraph,
     opset: int,
-    io_names: tuple[dict[str, str], list[str | None]] = ({}, []),
+    names: IONames,
 ) -> tuple[ir.Model, OutputLayout]:
     """Build the ONNX model from ``translated`` following ``program``'s graph signature.
 
-    ``io_names``: ONNX names for some user inputs (by placeholder name) and user outputs (by
-    position; None keeps the default), as plugins' pytree types give them.
+    ``names``: the ONNX names of the user inputs that are renamed (by placeholder name) and
+    of every user output (:func:`pt2onnx.interface.names.io_names`).
     """
     graph = translated.graph
-    input_names, renamed_outputs = io_names
     renamed_inputs = {}
-    for placeholder, name in input_names.items():
+    for placeholder, name in names.inputs.items():
         value = translated.placeholders.get(placeholder)
         if isinstance(value, ir.Value):
             value.name = name
@@ -116,10 +114,7 @@ def assemble(
         graph.register_initializer(value)
 
     fx_outputs = translated.outputs
-    defaults = output_names(program)
-    names = iter(
-        [renamed or default for default, renamed in zip(defaults, renamed_outputs)] + defaults[len(renamed_outputs) :]
-    )
+    output_names = iter(names.outputs)
     layout = OutputLayout()
     used: set[ir.Value] = set()
     user_outputs: list[ir.Value] = []
@@ -128,7 +123,7 @@ def assemble(
     complex_outputs: set[ir.Value] = set()
     for spec, value, meta in zip(program.graph_signature.output_specs, fx_outputs, _output_metas(program)):
         if spec.kind == OutputKind.USER_OUTPUT:
-            name = next(names)
+            name = next(output_names)
             if isinstance(value, ir.Value):
                 user_outputs.append(_output_value(graph, value, name, used))
                 layout.user.append(name)
@@ -138,7 +133,7 @@ def assemble(
                 layout.user.append(("constant", value))
         elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION, OutputKind.USER_INPUT_MUTATION):
             assert spec.target is not None
-            mutation_outputs.append(_output_value(graph, value, f"{spec.target}.updated", used))
+            mutation_outputs.append(_output_value(graph, value, updated_name(spec.target), used))
             targets.append(spec.target)
         else:
             raise ConversionError(

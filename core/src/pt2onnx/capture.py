@@ -31,7 +31,6 @@ calls (torch would inline single-use regions), so they become ONNX local functio
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import re
 import sysconfig
@@ -47,7 +46,7 @@ import torch
 from torch.export import ExportedProgram
 
 from .errors import CaptureError
-from .signature import flat_signature
+from .interface.calling import keywords_as_parameters
 
 __all__ = ["CaptureFallbackWarning", "Captured", "capture", "tracing_lock", "user_frame"]
 
@@ -278,34 +277,8 @@ def capture(
             stacklevel=3,
         )
     kwargs = dict(kwargs or {})
-    with tracing_lock, around(), _keywords_as_parameters(module, kwargs):
+    with tracing_lock, around(), keywords_as_parameters(module, kwargs):
         return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback)
-
-
-@contextlib.contextmanager
-def _keywords_as_parameters(module: torch.nn.Module, kwargs: dict[str, Any]) -> Iterator[None]:
-    """While capturing, ``module.forward`` takes the keywords its ``**kwargs`` catches as named
-    parameters (:func:`~pt2onnx.signature.flat_signature`: torch.export's two layouts then agree)."""
-    signature = inspect.signature(module.forward)
-    flat = flat_signature(signature, kwargs)
-    if flat is signature:
-        yield
-        return
-    own = module.__dict__.get("forward")
-    original = module.forward
-
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        return original(*args, **kwargs)
-
-    forward.__signature__ = flat  # type: ignore[attr-defined]
-    module.forward = forward
-    try:
-        yield
-    finally:
-        if own is None:
-            del module.forward
-        else:
-            module.forward = own
 
 
 def _capture_module(

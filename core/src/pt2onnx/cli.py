@@ -322,31 +322,20 @@ def _made(spec: str, made: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any], d
 
 def _dynamic_shapes(flags: Sequence[str], model: Any, given: Any) -> Any:
     """``dynamic_shapes`` from ``--dynamic NAME:AXIS[=DIM]`` flags, merged over the factory's."""
-    import inspect
-
-    import torch
-
     from .capture import as_module
+    from .interface.shapes import dynamic_axes
 
-    if not flags:
-        return given
-    if given is not None and not isinstance(given, dict):
-        raise UsageError("--dynamic cannot be combined with the factory's non-dict dynamic_shapes")
-    parameters = list(inspect.signature(as_module(model).forward).parameters)
-    dims: dict[str, Any] = {}
-    shapes: dict[str, Any] = dict(given or {})
+    axes: list[tuple[str, int, str | None]] = []
     for flag in flags:
         target, _, dim_name = flag.partition("=")
         name, _, axis = target.partition(":")
         if not name or not axis.lstrip("-").isdigit():
             raise UsageError(f"--dynamic takes NAME:AXIS[=DIM] (e.g. x:0=batch), got {flag!r}")
-        if name not in parameters:
-            raise UsageError(f"--dynamic {flag}: the model has no input {name!r}; its inputs are {parameters}")
-        dim_name = dim_name or f"{name}_dim{axis}"
-        if dim_name not in dims:
-            dims[dim_name] = torch.export.Dim(dim_name)
-        shapes.setdefault(name, {})[int(axis)] = dims[dim_name]
-    return shapes
+        axes.append((name, int(axis), dim_name or None))
+    try:
+        return dynamic_axes(as_module(model).forward, axes, given)
+    except OptionError as e:
+        raise UsageError(f"--dynamic: {e}") from None
 
 
 def _load_program(path: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:

@@ -16,8 +16,11 @@ from torch.export import ExportedProgram
 from .assemble import assemble
 from .capture import as_module, capture
 from .decompose import Decomposed, decompose
-from .dynamic import AUTO, input_dim_names, static_dims
 from .errors import OptionError, UnsupportedOpsError
+from .interface.calling import check_example_inputs, check_outputs, normalize_args
+from .interface.names import dim_names, io_names
+from .interface.shapes import AUTO, static_dims
+from .interface.symbolic import DimNames
 from .module_functions import ModuleSelection, outline_modules
 from .opset import check_opset
 from .optimize import PassEffect, count_nodes, select_passes
@@ -32,8 +35,6 @@ from .registration import Registration
 from .registry import Entry, Registry, build_registry
 from .report import Contribution, OpUsage, Report, TensorInfo, function_id, report_format
 from .result import ExportResult
-from .signature import check_example_inputs, check_outputs, dim_names, normalize_args
-from .symbolic import DimNames
 from .torch_warnings import torch_internal_warnings_silenced
 from .translate import GraphTranslator, TranslatedGraph
 from .weights import (
@@ -233,8 +234,8 @@ def export(
     nodes = sum(node.op == "call_function" for node in program.graph.nodes)
     with export_report.phase("translate"), progress.phase("translate", nodes) as advance:
         signature = inspect.signature(eager.forward) if eager is not None else None
-        names = {**input_dim_names(program), **dim_names(program, signature, args, kwargs, shapes)}
-        translator = GraphTranslator(registry, DimNames(names), target_opset, unknown_custom_ops=unknown_custom_ops)
+        dims = DimNames(dim_names(program, signature, args, kwargs, shapes))
+        translator = GraphTranslator(registry, dims, target_opset, unknown_custom_ops=unknown_custom_ops)
         graph_module = program.graph_module
         if modules_as_functions:
             graph_module = outline_modules(graph_module, modules_as_functions)
@@ -244,7 +245,8 @@ def export(
             raise decomposed.explain(e) from None
 
     with export_report.phase("assemble"), progress.phase("assemble"):
-        onnx_model, layout = assemble(program, translated, target_opset, preparation.io_names(program, signature))
+        names = io_names(program, signature, preparation.templates())
+        onnx_model, layout = assemble(program, translated, target_opset, names)
         if dtype is not None and keep_io_dtype:
             outputs = weights_dtype(original_dtypes or {})
             keep_io_dtypes(onnx_model, program, example_args, example_kwargs, dtype, outputs)

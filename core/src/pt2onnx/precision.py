@@ -27,7 +27,7 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 from torch.export import ExportedProgram
 
 from .errors import CaptureError, OptionError
-from .signature import flatten_inputs, user_input_names
+from .interface.calling import user_inputs
 
 __all__ = ["FLOATING_DTYPES", "cast_inputs", "check_dtype", "converted_model", "keep_io_dtypes", "weights_dtype"]
 
@@ -114,10 +114,9 @@ def keep_io_dtypes(
     output converts it back.
     """
     graph = model.graph
-    leaves = flatten_inputs(program, args, kwargs)
     dtype_of = {
         name: leaf.dtype
-        for name, leaf in zip(user_input_names(program), leaves)
+        for name, leaf in user_inputs(program, args, kwargs).items()
         if isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.dtype != compute
     }
     compute_ir = from_torch_dtype(compute)

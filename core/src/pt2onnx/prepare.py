@@ -23,7 +23,6 @@ would apply to the model, a pytree type found in the captured program's specs.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,10 +31,9 @@ from typing import Any
 import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 
-from .dynamic import AUTO, resolve_dynamic_shapes
+from .interface.shapes import AUTO, resolve_dynamic_shapes
 from .registration import PytreeNode
 from .registry import Entry, Registry
-from .signature import key_text, user_input_names
 
 __all__ = ["Preparation", "prepare_capture", "register_pytree_node"]
 
@@ -102,28 +100,9 @@ class Preparation:
         """Every preparation that did something in this export, in the order the report lists them."""
         return [*self.reached(program), *(entry for entry, _ in self.patches), *self.hints]
 
-    def io_names(
-        self, program: ExportedProgram, signature: inspect.Signature | None
-    ) -> tuple[dict[str, str], list[str | None]]:
-        """ONNX names the pytree types give their leaves: ``{placeholder: input name}`` and one per user output."""
-        nodes = {
-            cls: e.winner.data
-            for cls, e in self.pytrees.items()
-            if e.winner.data.input_names or e.winner.data.output_names
-        }
-        if not nodes:
-            return {}, []
-        spec = program.call_spec
-        inputs: dict[str, str] = {}
-        if spec.in_spec is not None:
-            placeholders = user_input_names(program)
-            names = _leaf_names(spec.in_spec, nodes, "input", lambda path: _input_root(path, signature))
-            if len(names) == len(placeholders):
-                inputs = {p: n for p, n in zip(placeholders, names) if n is not None}
-        outputs: list[str | None] = []
-        if spec.out_spec is not None:
-            outputs = _leaf_names(spec.out_spec, nodes, "output", _output_root)
-        return inputs, outputs
+    def templates(self) -> dict[type, PytreeNode]:
+        """The pytree types of this session, as :func:`pt2onnx.interface.names.io_names` applies their name templates."""
+        return {cls: entry.winner.data for cls, entry in self.pytrees.items()}
 
 
 def prepare_capture(
@@ -184,46 +163,3 @@ def _spec_types(spec: pytree.TreeSpec | None) -> set[type]:
     for child in spec.children():
         found |= _spec_types(child)
     return found
-
-
-def _input_root(path: Sequence[Any], signature: inspect.Signature | None) -> str:
-    """Where a container sits among the inputs: its parameter's name, then the keys inside that argument."""
-    if len(path) >= 2 and isinstance(path[0], pytree.SequenceKey):
-        if path[0].idx == 1:  # (args, kwargs)[1][name]
-            parts = [key_text(path[1])]
-        else:
-            index = path[1].idx if isinstance(path[1], pytree.SequenceKey) else 0
-            params = list(signature.parameters) if signature is not None else []
-            parts = [params[index] if index < len(params) else f"input_{index}"]
-        return ".".join([*parts, *(key_text(k) for k in path[2:])])
-    return ".".join(key_text(k) for k in path)
-
-
-def _output_root(path: Sequence[Any]) -> str:
-    """Where a container sits among the outputs, as ``output_names`` names it (``past_key_values``, ``output_1``)."""
-    parts = [key_text(k) for k in path]
-    if path and isinstance(path[0], pytree.SequenceKey):
-        parts[0] = f"output_{parts[0]}"
-    return ".".join(parts)
-
-
-def _leaf_names(
-    spec: pytree.TreeSpec,
-    nodes: dict[type, PytreeNode],
-    role: str,
-    root: Callable[[Sequence[Any]], str],
-) -> list[str | None]:
-    """One name per leaf of ``spec``: from its container's template, or None (the default name)."""
-    tree = pytree.tree_unflatten(list(range(spec.num_leaves)), spec)
-    names: list[str | None] = []
-    for path, leaf in pytree.tree_flatten_with_path(tree, is_leaf=lambda x: type(x) in nodes)[0]:
-        node = nodes.get(type(leaf))
-        if node is None:
-            names.append(None)
-            continue
-        template = node.input_names if role == "input" else node.output_names
-        where = root(path)
-        for inner, _ in pytree.tree_flatten_with_path(leaf)[0]:
-            key = ".".join(key_text(k) for k in inner)
-            names.append(template.format(path=where, key=key) if template else None)
-    return names

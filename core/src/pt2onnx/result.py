@@ -21,13 +21,13 @@ from torch.export.graph_signature import OutputKind
 
 from .assemble import OutputLayout
 from .errors import VerificationError, WeightsError
+from .interface.calling import user_inputs
 from .precision import cast_inputs
 from .progress import Progress
 from .provenance import METADATA_KEYS, ModuleInfo, find_node, module_of_state
 from .report import Report
 from .runtime import Verification, compare, from_ort, to_ort
 from .save import PROTOBUF_LIMIT, save_model
-from .signature import flatten_inputs, user_input_names
 from .weights import unreadable_weights
 
 __all__ = ["ExportResult"]
@@ -216,13 +216,12 @@ class ExportResult:
 
     def _run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, ort.OrtValue]]:
         """What :meth:`run` returns, and the ``<target>.updated`` outputs by ONNX output name."""
-        leaves = flatten_inputs(self.program, args, kwargs)
-        names = user_input_names(self.program)
+        inputs = user_inputs(self.program, args, kwargs)
         onnx_inputs = set(self.input_names)
         renamed = self.layout.inputs
         feeds = {
-            renamed.get(name, name): to_ort(leaf)
-            for name, leaf in zip(names, leaves)
+            renamed.get(name, name): to_ort(value)
+            for name, value in inputs.items()
             if renamed.get(name, name) in onnx_inputs
         }
         missing = onnx_inputs - set(feeds)
@@ -232,8 +231,8 @@ class ExportResult:
         by_name = dict(zip(self.output_names, outputs))
         user = [self._output(by_name, e) if isinstance(e, str) else e[1] for e in self.layout.user]
         for name, target in self.layout.mutations.items():
-            if target in names:
-                leaves[names.index(target)].copy_(from_ort(by_name[name]))
+            if target in inputs:
+                inputs[target].copy_(from_ort(by_name[name]))
         spec = self.program.call_spec.out_spec
         updated = {name: by_name[name] for name in self.layout.mutations}
         return (pytree.tree_unflatten(user, spec) if spec is not None else user), updated
@@ -327,9 +326,8 @@ class ExportResult:
 
     def _user_inputs(self, targets: Iterable[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         """The user inputs with the placeholder names ``targets``, taken from ``args`` and ``kwargs``."""
-        names = user_input_names(self.program)
-        leaves = flatten_inputs(self.program, args, kwargs)
-        return [leaves[names.index(target)] for target in targets]
+        inputs = user_inputs(self.program, args, kwargs)
+        return [inputs[target] for target in targets]
 
     # -- provenance ---------------------------------------------------------------------
 

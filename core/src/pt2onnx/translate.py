@@ -31,13 +31,13 @@ from .errors import (
     UnsupportedArgumentError,
     UnsupportedOpsError,
 )
+from .interface.symbolic import DimNames, ir_type_and_shape
 from .op import Op
 from .opnames import op_name
 from .opset import MIN_OPSET
 from .provenance import METADATA_KEYS, location_of, metadata_props
 from .registration import Registration
 from .registry import Entry, Registry
-from .symbolic import DimNames, ir_type_and_shape
 
 __all__ = ["GraphTranslator", "TranslatedGraph", "UnknownCustomOpWarning"]
 

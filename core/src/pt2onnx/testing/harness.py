@@ -33,13 +33,13 @@ import torch.utils._pytree as pytree
 
 from ..errors import UnsupportedArgumentError
 from ..export import export
+from ..interface.calling import captured_inputs, flatten_inputs, normalize_args
 from ..opnames import normalize_op_name
 from ..opset import MIN_OPSET
 from ..registration import Registration
 from ..registry import session_registry
 from ..result import ExportResult, _put_back
 from ..runtime import Verification, tolerance
-from ..signature import flatten_inputs, normalize_args, user_input_names
 from .record import record, selected
 from .witness import witness_inputs
 
@@ -386,8 +386,7 @@ def find_other_sizes(result: ExportResult, args: tuple[Any, ...], kwargs: dict[s
     """
     program = result.program
     leaves = flatten_inputs(program, args, kwargs)
-    placeholders = {n.name: n for n in program.graph.find_nodes(op="placeholder")}
-    fakes = [placeholders[name].meta.get("val") for name in user_input_names(program)]
+    fakes = list(captured_inputs(program).values())
     symbols: dict[Any, int] = {}  # sympy symbols (torch's) -> example sizes
     for fake, leaf in zip(fakes, leaves):
         for expr, size in _symbolic_sizes(fake, leaf):

@@ -6,8 +6,8 @@ then specializes it instead of failing. A second example (``other_inputs=``) ask
 exactly the dims that differ between the examples, with ``Dim.DYNAMIC``: if the model
 fixes one of those, capture fails, since the model could not serve both examples.
 
-Dims torch made symbolic without a user-given name are named after the first input and
-axis they appear at (``input_ids_dim1``), so ONNX dims read as what they are.
+Which dims stayed static, and why, is :func:`static_dims`; how dims are named is
+:mod:`pt2onnx.interface.names`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import torch
 import torch.utils._pytree as pytree
 from torch.export import Dim, ExportedProgram
 
-from .errors import CaptureError
-from .signature import bound_arguments, flatten_inputs, user_input_names
+from ..errors import CaptureError, OptionError
+from .calling import bound_arguments, captured_inputs, user_inputs
 
-__all__ = ["AUTO", "dims_from_examples", "input_dim_names", "resolve_dynamic_shapes", "static_dims"]
+__all__ = ["AUTO", "dims_from_examples", "dynamic_axes", "resolve_dynamic_shapes", "static_dims"]
 
 #: The value of ``dynamic_shapes`` that makes every dim dynamic where torch allows it.
 AUTO = "auto"
@@ -94,6 +94,32 @@ def dims_from_examples(
     return _per_argument(forward, args, kwargs, spec_of)
 
 
+def dynamic_axes(forward: Callable[..., Any], axes: Sequence[tuple[str, int, str | None]], given: Any) -> Any:
+    """``dynamic_shapes`` making each ``(input, axis, dim name)`` of ``axes`` dynamic, merged over ``given``.
+
+    Inputs are named by ``forward``'s parameters; a dim name left out is ``<input>_dim<axis>``,
+    and inputs that share a dim name share the ``Dim``.
+    """
+    if not axes:
+        return given
+    if given is not None and not isinstance(given, dict):
+        raise OptionError(
+            "named dynamic axes cannot be merged into a dynamic_shapes that is not a dict",
+            hint="give every dynamic dim in one dict keyed by forward's parameter names",
+        )
+    parameters = list(inspect.signature(forward).parameters)
+    dims: dict[str, Any] = {}
+    shapes: dict[str, Any] = dict(given or {})
+    for name, axis, dim_name in axes:
+        if name not in parameters:
+            raise OptionError(f"the model has no input {name!r}; its inputs are {parameters}")
+        dim_name = dim_name or f"{name}_dim{axis}"
+        if dim_name not in dims:
+            dims[dim_name] = Dim(dim_name)
+        shapes.setdefault(name, {})[axis] = dims[dim_name]
+    return shapes
+
+
 def resolve_dynamic_shapes(
     dynamic_shapes: Any,
     forward: Callable[..., Any] | None,
@@ -117,7 +143,7 @@ def resolve_dynamic_shapes(
 
 def _flat_keywords(dynamic_shapes: dict[str, Any], signature: inspect.Signature, kwargs: dict[str, Any]) -> Any:
     """Specs nested under the ``**kwargs`` parameter (torch's documented form) moved up beside the others,
-    as the capture's flat signature (:func:`~pt2onnx.signature.flat_signature`) names them."""
+    as the capture's flat signature (:func:`~pt2onnx.interface.calling.flat_signature`) names them."""
     catch_all = next((p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD), None)
     nested = dynamic_shapes.get(catch_all) if catch_all is not None and catch_all not in kwargs else None
     if not isinstance(nested, dict):
@@ -125,27 +151,12 @@ def _flat_keywords(dynamic_shapes: dict[str, Any], signature: inspect.Signature,
     return {**{k: v for k, v in dynamic_shapes.items() if k != catch_all}, **nested}
 
 
-def input_dim_names(program: ExportedProgram) -> dict[str, str]:
-    """Each symbol that is a whole input dim, named after the first input and axis it appears at."""
-    placeholders = {n.name: n for n in program.graph.find_nodes(op="placeholder")}
-    names: dict[str, str] = {}
-    for input_name in user_input_names(program):
-        fake = placeholders[input_name].meta.get("val")
-        if not isinstance(fake, torch.Tensor):
-            continue
-        for axis, size in enumerate(fake.shape):
-            if isinstance(size, torch.SymInt) and size.node.expr.is_symbol:
-                names.setdefault(str(size.node.expr), f"{input_name}_dim{axis}")
-    return names
-
-
 def static_dims(program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, dict[int, str]]:
     """For ``dynamic_shapes="auto"``: the input dims torch kept static, and why."""
-    placeholders = {n.name: n for n in program.graph.find_nodes(op="placeholder")}
-    leaves = flatten_inputs(program, args, kwargs)
+    fakes = captured_inputs(program)
     result: dict[str, dict[int, str]] = {}
-    for input_name, leaf in zip(user_input_names(program), leaves):
-        fake = placeholders[input_name].meta.get("val")
+    for input_name, leaf in user_inputs(program, args, kwargs).items():
+        fake = fakes[input_name]
         if not isinstance(fake, torch.Tensor) or not isinstance(leaf, torch.Tensor):
             continue
         for axis, size in enumerate(fake.shape):

@@ -1,13 +1,13 @@
-"""The model's calling convention: flattening inputs, naming inputs, outputs and dims.
+"""How the model is called: its example arguments, its signature, its flattened inputs.
 
-ONNX inputs are the pytree-flattened user inputs (named as torch.export names its
-placeholders, after the forward signature: ``x``, ``input_ids``, ``cache_0``); outputs
-are named after the returned structure (``logits``, ``past_key_values.0``, or
-``output_0`` for tuples); symbolic dims after the user's ``Dim`` objects.
+A bare tensor is one argument and None none; keywords a ``**kwargs`` parameter catches are
+captured as named parameters (:func:`flat_signature`); the ONNX inputs are the user inputs
+flattened exactly as the captured program's input spec flattens them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Iterator
 from typing import Any
@@ -17,19 +17,19 @@ import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
-from .errors import CaptureError, VerificationError
+from ..errors import CaptureError, VerificationError
 
 __all__ = [
     "bound_arguments",
+    "captured_inputs",
     "check_example_inputs",
     "check_outputs",
-    "dim_names",
     "flat_signature",
     "flatten_inputs",
-    "key_text",
+    "keywords_as_parameters",
     "normalize_args",
-    "output_names",
     "user_input_names",
+    "user_inputs",
     "user_output_positions",
 ]
 
@@ -50,6 +50,32 @@ def flat_signature(signature: inspect.Signature, kwargs: dict[str, Any]) -> insp
     kept = [p for p in params if p is not catch_all]
     added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in caught]
     return signature.replace(parameters=[*kept, *added])
+
+
+@contextlib.contextmanager
+def keywords_as_parameters(module: torch.nn.Module, kwargs: dict[str, Any]) -> Iterator[None]:
+    """While the block runs (the capture), ``module.forward`` takes the keywords its ``**kwargs``
+    catches as named parameters (:func:`flat_signature`: torch.export's two layouts then agree)."""
+    signature = inspect.signature(module.forward)
+    flat = flat_signature(signature, kwargs)
+    if flat is signature:
+        yield
+        return
+    own = module.__dict__.get("forward")
+    original = module.forward
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **kwargs)
+
+    forward.__signature__ = flat  # type: ignore[attr-defined]
+    module.forward = forward
+    try:
+        yield
+    finally:
+        if own is None:
+            del module.forward
+        else:
+            module.forward = own
 
 
 def bound_arguments(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -127,106 +153,17 @@ def user_input_names(program: ExportedProgram) -> list[str]:
     return [spec.arg.name for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
 
 
+def user_inputs(program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """``(args, kwargs)`` as the program's user inputs: each value by its placeholder name, in order."""
+    return dict(zip(user_input_names(program), flatten_inputs(program, args, kwargs)))
+
+
+def captured_inputs(program: ExportedProgram) -> dict[str, Any]:
+    """Each user input as captured (torch's ``meta["val"]``: dtype and symbolic shape), by placeholder name."""
+    placeholders = {n.name: n for n in program.graph.find_nodes(op="placeholder")}
+    return {name: placeholders[name].meta.get("val") for name in user_input_names(program)}
+
+
 def user_output_positions(program: ExportedProgram) -> list[int]:
     """Positions, in the FX output node, of the user's outputs."""
     return [i for i, spec in enumerate(program.graph_signature.output_specs) if spec.kind == OutputKind.USER_OUTPUT]
-
-
-def output_names(program: ExportedProgram) -> list[str]:
-    """One name per flattened user output, after the structure ``forward`` returns."""
-    spec = program.call_spec.out_spec
-    if spec is None or (spec.num_leaves == 1 and spec.is_leaf()):
-        return ["output"]
-    tree = pytree.tree_unflatten(list(range(spec.num_leaves)), spec)
-    names = []
-    for path, _ in pytree.tree_flatten_with_path(tree)[0]:
-        parts = [key_text(k) for k in path]
-        if path and isinstance(path[0], pytree.SequenceKey):
-            parts[0] = f"output_{parts[0]}"
-        names.append(".".join(parts) or "output")
-    return names
-
-
-def key_text(key: Any) -> str:
-    """A pytree key entry as a name part: ``0`` for an index, the key or attribute name otherwise."""
-    if isinstance(key, pytree.SequenceKey):
-        return str(key.idx)
-    if isinstance(key, pytree.MappingKey):
-        return str(key.key)
-    if isinstance(key, pytree.GetAttrKey):
-        return key.name
-    return str(key).strip(".[]'\"")
-
-
-def dim_names(
-    program: ExportedProgram,
-    signature: inspect.Signature | None,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any] | None,
-    dynamic_shapes: Any,
-) -> dict[str, str]:
-    """Map torch's shape symbols (``s77``) to the names of the user's ``Dim`` objects."""
-    if dynamic_shapes is None or signature is None:
-        return {}
-    kwargs = dict(kwargs or {})
-    try:
-        bound = bound_arguments(signature, args, kwargs)
-    except TypeError:
-        return {}
-    if isinstance(dynamic_shapes, dict):
-        pairs = [(bound[k], dynamic_shapes[k]) for k in bound if k in dynamic_shapes]
-    else:
-        pairs = list(zip(bound.values(), dynamic_shapes))
-    flat = flatten_inputs(program, args, kwargs)
-    position = {id(leaf): i for i, leaf in enumerate(flat)}
-    placeholders = {n.name: n for n in program.graph.find_nodes(op="placeholder")}
-    input_names = user_input_names(program)
-    names: dict[str, str] = {}
-    for value, spec in pairs:
-        for tensor, tensor_spec in _tensor_specs(value, spec):
-            index = position.get(id(tensor))
-            if index is None or index >= len(input_names):
-                continue
-            fake = placeholders[input_names[index]].meta.get("val")
-            if not isinstance(fake, torch.Tensor):
-                continue
-            axes = tensor_spec.items() if isinstance(tensor_spec, dict) else enumerate(tensor_spec)
-            for axis, dim in axes:
-                name = getattr(dim, "__name__", None)
-                size = fake.shape[axis]
-                if name and isinstance(size, torch.SymInt) and not size.node.expr.is_number:
-                    names.setdefault(str(size.node.expr), name)
-    return names
-
-
-def _is_tensor_spec(spec: Any) -> bool:
-    if isinstance(spec, dict):
-        return all(isinstance(k, int) for k in spec)
-    if isinstance(spec, (list, tuple)):
-        return all(
-            s is None or isinstance(s, int) or hasattr(s, "__name__") or type(s).__name__ == "_DimHint" for s in spec
-        )
-    return False
-
-
-def _tensor_specs(value: Any, spec: Any) -> Iterator[tuple[torch.Tensor, Any]]:
-    if spec is None:
-        return
-    if isinstance(value, torch.Tensor):
-        if _is_tensor_spec(spec):
-            yield value, spec
-        return
-    if isinstance(value, dict) and isinstance(spec, dict):
-        for key, sub in value.items():
-            yield from _tensor_specs(sub, spec.get(key))
-        return
-    if isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
-        for sub, sub_spec in zip(value, spec):
-            yield from _tensor_specs(sub, sub_spec)
-        return
-    # A registered pytree class (e.g. a transformers cache): its spec mirrors its flattened leaves.
-    leaves = pytree.tree_leaves(value)
-    spec_leaves = pytree.tree_leaves(spec, is_leaf=lambda s: s is None or _is_tensor_spec(s))
-    for leaf, leaf_spec in zip(leaves, spec_leaves):
-        if isinstance(leaf, torch.Tensor) and leaf_spec is not None:
-            yield leaf, leaf_spec
