@@ -116,13 +116,13 @@ def test_a_folder_of_shards_with_its_index_is_read_by_qualified_name(tmp_path, l
 def test_no_pass_reads_a_weight_and_saving_reads_each_once(tmp_path, llama_checkpoint, monkeypatch):
     _, file, _ = llama_checkpoint
     reads: list[str] = []
-    original = pt2onnx.weights._Safetensors.load
+    original = pt2onnx.weights.checkpoint._Safetensors.load
 
     def counted(self, name):
         reads.append(name)
         return original(self, name)
 
-    monkeypatch.setattr(pt2onnx.weights._Safetensors, "load", counted)
+    monkeypatch.setattr(pt2onnx.weights.checkpoint._Safetensors, "load", counted)
     result = pt2onnx.export(_meta_llama(), (IDS,), {"use_cache": False}, weights=file)
     assert reads == [], "capture, translation and the optimization passes read no weight"
     result.save(tmp_path / "llama.onnx", external_data=True, quiet=True)

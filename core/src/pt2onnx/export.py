@@ -1,6 +1,8 @@
 """``pt2onnx.export``: the whole pipeline, one phase after the other.
 
-plugins -> capture (prepared by plugins) -> decompose -> translate -> assemble -> optimize -> (save)
+plugins -> weights (open the checkpoint, convert to ``dtype``) -> capture (prepared by plugins)
+-> decompose -> translate -> assemble (names, initializers with their values' source, edge
+dtypes) -> optimize -> (save)
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from .opset import check_opset
 from .optimize import PassEffect, count_nodes, select_passes
 from .optimize import optimize as run_passes
 from .plugin_manager import load_plugins
-from .precision import cast_inputs, check_dtype, converted_model, keep_io_dtypes, weights_dtype
 from .prepare import prepare_capture
 from .progress import Progress
 from .project import project_root
@@ -37,15 +38,7 @@ from .report import Contribution, OpUsage, Report, TensorInfo, function_id, repo
 from .result import ExportResult
 from .torch_warnings import torch_internal_warnings_silenced
 from .translate import GraphTranslator, TranslatedGraph
-from .weights import (
-    Weights,
-    WeightSource,
-    attach_weights,
-    holds_meta_tensors,
-    inputs_on_meta,
-    mapping_source,
-    open_weights,
-)
+from .weights import WeightPlan, Weights
 
 __all__ = ["export"]
 
@@ -190,22 +183,16 @@ def export(
             "max_shard_bytes= is an option of saving, and export() saves only with f=",
             hint="pass f='model.onnx' too, or give them to result.save(...)",
         )
+    eager = None if isinstance(model, ExportedProgram) else as_module(model)
+    check_example_inputs(args, kwargs)
+    example = args, kwargs
     with export_report.phase("weights"):
-        source = open_weights(weights) if weights is not None else None
+        plan = WeightPlan.make(eager, weights, dtype)
+        to_capture = plan.model
+        args, kwargs = plan.inputs(args, kwargs)
+        others = [plan.inputs(a, k) for a, k in others]
 
     with export_report.phase("capture"), progress.phase("capture"), torch_internal_warnings_silenced():
-        eager = None if isinstance(model, ExportedProgram) else as_module(model)
-        check_example_inputs(args, kwargs)
-        example_args, example_kwargs = args, kwargs
-        to_capture, original_dtypes, own_values = eager, None, None
-        if dtype is not None:
-            to_capture, original_dtypes, own_values = _converted(eager, check_dtype(dtype))
-            source = source or own_values
-            args, kwargs = cast_inputs(args, kwargs, dtype)
-            others = [cast_inputs(a, k, dtype) for a, k in others]
-        if to_capture is not None and holds_meta_tensors(to_capture):
-            args, kwargs = inputs_on_meta(args, kwargs)
-            others = [inputs_on_meta(a, k) for a, k in others]
         preparation = prepare_capture(registry, to_capture, args, kwargs, dynamic_shapes, others)
         shapes = preparation.dynamic_shapes
         captured = capture(
@@ -247,13 +234,8 @@ def export(
     with export_report.phase("assemble"), progress.phase("assemble"):
         names = io_names(program, signature, preparation.templates())
         onnx_model, layout = assemble(program, translated, target_opset, names)
-        if dtype is not None and keep_io_dtype:
-            outputs = weights_dtype(original_dtypes or {})
-            keep_io_dtypes(onnx_model, program, example_args, example_kwargs, dtype, outputs)
+        plan.finish(onnx_model, program, example, keep_io_dtype=keep_io_dtype)
     export_report.ops = _op_usage(registry, translated, decomposed.applied)
-
-    with export_report.phase("weights"):
-        attach_weights(onnx_model, program, source, original_dtypes=original_dtypes, model_values=own_values)
     export_report.nodes_translated = count_nodes(onnx_model)
 
     with export_report.phase("optimize"), progress.phase("optimize"):
@@ -273,16 +255,3 @@ def export(
     if f is not None:
         result.save(f, max_shard_bytes=max_shard_bytes, quiet=quiet)
     return result
-
-
-def _converted(
-    eager: torch.nn.Module | None, dtype: torch.dtype
-) -> tuple[torch.nn.Module, dict[str, torch.dtype], WeightSource | None]:
-    """The module to capture for ``dtype=``, its tensors' original dtypes, and the values it holds."""
-    if eager is None:
-        raise OptionError(
-            "dtype= converts an nn.Module; an ExportedProgram is exported in the dtypes it was captured in",
-            hint="pass the module itself, or capture it converted (model.to(dtype)) and drop dtype=",
-        )
-    twin, original_dtypes, own = converted_model(eager, dtype)
-    return twin, original_dtypes, mapping_source(own, "the model's own weights") if own else None

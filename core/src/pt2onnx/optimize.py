@@ -6,10 +6,8 @@ records the nodes it removed and the time it took in the report.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,18 +16,11 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 import onnxscript.optimizer
 import onnxscript.rewriter
-from onnx_ir.tensor_adapters import TorchTensor
 
 from .errors import OptimizationError
-from .weights import CheckpointTensor
+from .weights import checkpoint_values_hidden, reads_checkpoint, transposed
 
 __all__ = ["CLEANUP_PASSES", "FINISHING_PASSES", "PassEffect", "optimize", "select_passes"]
-
-
-def _transposed(tensor: ir.TensorProtocol, perm: tuple[int, ...]) -> ir.TensorProtocol:
-    if isinstance(tensor, TorchTensor):  # torch's blocked copy is several times faster than numpy's
-        return TorchTensor(tensor.raw.permute(perm).contiguous())
-    return ir.Tensor(np.ascontiguousarray(tensor.numpy().transpose(perm)), dtype=tensor.dtype)
 
 
 def _fold_weight_transposes(model: ir.Model) -> None:
@@ -53,12 +44,9 @@ def _fold_weight_transposes(model: ir.Model) -> None:
         if key not in folded:
             dims = tensor.shape.numpy()
             shape = ir.Shape([dims[i] for i in perm])
-            lazy: ir.TensorProtocol
-            if isinstance(tensor, CheckpointTensor):
-                lazy = tensor.permuted(perm)
-            else:
-                lazy = ir.LazyTensor(functools.partial(_transposed, tensor, perm), dtype=tensor.dtype, shape=shape)
-            value = ir.Value(name=f"{source.name}.transposed", type=source.type, shape=shape, const_value=lazy)
+            value = ir.Value(
+                name=f"{source.name}.transposed", type=source.type, shape=shape, const_value=transposed(tensor, perm)
+            )
             graph.register_initializer(value)
             folded[key] = value
         out.replace_all_uses_with(folded[key])
@@ -297,42 +285,15 @@ def select_passes(
     return [(name, fn) for name, fn in table.items() if chosen.get(name)]
 
 
-#: Passes that handle :class:`~pt2onnx.weights.CheckpointTensor` initializers without reading them.
+#: Passes that handle initializers read from a checkpoint without reading them.
 _CHECKPOINT_AWARE_PASSES = frozenset({"fold_weight_transposes"})
-
-
-def _checkpoint_values(model: ir.Model) -> list[tuple[ir.Value, CheckpointTensor]]:
-    return [
-        (value, value.const_value)
-        for graph in model.graphs()
-        for value in graph.initializers.values()
-        if isinstance(value.const_value, CheckpointTensor)
-    ]
-
-
-@contextmanager
-def _checkpoint_values_hidden(model: ir.Model) -> Iterator[None]:
-    """Initializers read from a checkpoint look valueless to a pass, as graph inputs do.
-
-    Reading one costs a read from disk (or is impossible, without ``weights=``), and a
-    pass that folds constants or compares weights would read them all; to every pass
-    but those in :data:`_CHECKPOINT_AWARE_PASSES` they are values known by type and shape only.
-    """
-    hidden = _checkpoint_values(model)
-    for value, _ in hidden:
-        value.const_value = None
-    try:
-        yield
-    finally:
-        for value, tensor in hidden:
-            value.const_value = tensor
 
 
 def optimize(model: ir.Model, passes: Iterable[tuple[str, Callable[[ir.Model], object]]]) -> list[PassEffect]:
     """Run ``passes`` (name, function) over ``model`` in place; returns what each did."""
     effects = []
     # Passes never read weights in, so a model exported with its values has none to hide.
-    from_checkpoint = bool(_checkpoint_values(model))
+    from_checkpoint = reads_checkpoint(model)
     nodes, fingerprint = _survey(model)
     for name, run in passes:
         start = time.perf_counter()
@@ -340,7 +301,7 @@ def optimize(model: ir.Model, passes: Iterable[tuple[str, Callable[[ir.Model], o
             if name in _CHECKPOINT_AWARE_PASSES or not from_checkpoint:
                 run(model)
             else:
-                with _checkpoint_values_hidden(model):
+                with checkpoint_values_hidden(model):
                     run(model)
         except Exception as e:
             raise OptimizationError(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -22,45 +21,19 @@ from torch.export.graph_signature import OutputKind
 from .assemble import OutputLayout
 from .errors import VerificationError, WeightsError
 from .interface.calling import user_inputs
-from .precision import cast_inputs
 from .progress import Progress
 from .provenance import METADATA_KEYS, ModuleInfo, find_node, module_of_state
 from .report import Report
 from .runtime import Verification, compare, from_ort, to_ort
 from .save import PROTOBUF_LIMIT, save_model
-from .weights import unreadable_weights
+from .weights.checkpoint import unreadable_weights
+from .weights.dtype import cast_inputs, eager_in, like_eager
 
 __all__ = ["ExportResult"]
 
 
 def _clone(tree: Any) -> Any:
     return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, tree)
-
-
-def _converted(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
-    """``module`` with its floating weights in ``dtype``: itself if they are, else a converted copy."""
-    floating = [t for t in [*module.parameters(), *module.buffers()] if t.is_floating_point()]
-    if all(t.dtype == dtype for t in floating):
-        return module
-    return copy.deepcopy(module).to(dtype)
-
-
-def _like(got: Any, expected: Any) -> Any:
-    """The ONNX outputs, each floating one in its eager counterpart's dtype (``keep_io_dtype`` casts them back)."""
-    got_leaves, spec = pytree.tree_flatten(got)
-    expected_leaves = pytree.tree_leaves(expected)
-    if len(got_leaves) != len(expected_leaves):
-        return got
-    leaves = [
-        g.to(e.dtype)
-        if isinstance(g, torch.Tensor)
-        and isinstance(e, torch.Tensor)
-        and g.is_floating_point()
-        and e.is_floating_point()
-        else g
-        for g, e in zip(got_leaves, expected_leaves)
-    ]
-    return pytree.tree_unflatten(leaves, spec)
 
 
 def _tensor(module: torch.nn.Module, target: str) -> torch.Tensor:
@@ -281,7 +254,7 @@ class ExportResult:
             )
         eager_args, eager_kwargs = _clone(args), _clone(kwargs)
         if self.dtype is not None:
-            eager = _converted(eager, self.dtype)
+            eager = eager_in(eager, self.dtype)
             eager_args, eager_kwargs = cast_inputs(eager_args, eager_kwargs, self.dtype)
         state, inputs = self._mutations()
         with self.report.phase("verify"):
@@ -298,7 +271,7 @@ class ExportResult:
             got_updates = [from_ort(updated[name]) for name in state]
             got_updates += self._user_inputs(inputs.values(), onnx_args, onnx_kwargs)
             if self.dtype is not None:
-                got, got_updates = _like(got, expected), _like(got_updates, expected_updates)
+                got, got_updates = like_eager(got, expected), like_eager(got_updates, expected_updates)
             names = [e for e in self.layout.user if isinstance(e, str)]
             check = compare(names, expected, got, atol=_atol, rtol=_rtol)
             updates = compare([*state, *inputs], expected_updates, got_updates, atol=_atol, rtol=_rtol)

@@ -17,13 +17,16 @@ found in the checkpoint under any of its names.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx_ir as ir
 import torch
 import torch.utils._pytree as pytree
@@ -31,17 +34,20 @@ from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from .errors import WeightsError
+from ..errors import WeightsError
 
 __all__ = [
     "CheckpointTensor",
     "WeightSource",
     "Weights",
     "attach_weights",
+    "checkpoint_values_hidden",
     "holds_meta_tensors",
     "inputs_on_meta",
     "mapping_source",
     "open_weights",
+    "reads_checkpoint",
+    "transposed",
     "unreadable_weights",
 ]
 
@@ -445,3 +451,51 @@ def _raise_mismatches(weights: WeightSource, **problems: list[str]) -> None:
         "holding them off the meta device (model.model.rotary_emb = LlamaRotaryEmbedding(config)), or "
         "build only the parameters on meta (accelerate.init_empty_weights() leaves buffers on the CPU)",
     )
+
+
+def transposed(tensor: ir.TensorProtocol, perm: tuple[int, ...]) -> ir.TensorProtocol:
+    """``tensor`` transposed by ``perm``, lazily: computed when the model is serialized (a
+    :class:`CheckpointTensor` is transposed as it is read), so no copy is held before."""
+    if isinstance(tensor, CheckpointTensor):
+        return tensor.permuted(perm)
+    dims = tensor.shape.numpy()
+    shape = ir.Shape([dims[i] for i in perm])
+    return ir.LazyTensor(functools.partial(_transpose, tensor, perm), dtype=tensor.dtype, shape=shape)
+
+
+def _transpose(tensor: ir.TensorProtocol, perm: tuple[int, ...]) -> ir.TensorProtocol:
+    if isinstance(tensor, TorchTensor):  # torch's blocked copy is several times faster than numpy's
+        return TorchTensor(tensor.raw.permute(perm).contiguous())
+    return ir.Tensor(np.ascontiguousarray(tensor.numpy().transpose(perm)), dtype=tensor.dtype)
+
+
+def _checkpoint_values(model: ir.Model) -> list[tuple[ir.Value, CheckpointTensor]]:
+    return [
+        (value, value.const_value)
+        for graph in model.graphs()
+        for value in graph.initializers.values()
+        if isinstance(value.const_value, CheckpointTensor)
+    ]
+
+
+def reads_checkpoint(model: ir.Model) -> bool:
+    """Whether some initializer of ``model`` is read from a checkpoint (or has no values at all)."""
+    return bool(_checkpoint_values(model))
+
+
+@contextlib.contextmanager
+def checkpoint_values_hidden(model: ir.Model) -> Iterator[None]:
+    """Initializers read from a checkpoint look valueless while the block runs, as graph inputs do.
+
+    Reading one costs a read from disk (or is impossible, without ``weights=``), and a
+    graph pass that folds constants or compares weights would read them all; to it they
+    are values known by type and shape only.
+    """
+    hidden = _checkpoint_values(model)
+    for value, _ in hidden:
+        value.const_value = None
+    try:
+        yield
+    finally:
+        for value, tensor in hidden:
+            value.const_value = tensor

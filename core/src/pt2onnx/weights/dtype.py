@@ -26,10 +26,19 @@ import torch.utils._pytree as pytree
 from onnx_ir.tensor_adapters import from_torch_dtype
 from torch.export import ExportedProgram
 
-from .errors import CaptureError, OptionError
-from .interface.calling import user_inputs
+from ..errors import CaptureError, OptionError
+from ..interface.calling import user_inputs
 
-__all__ = ["FLOATING_DTYPES", "cast_inputs", "check_dtype", "converted_model", "keep_io_dtypes", "weights_dtype"]
+__all__ = [
+    "FLOATING_DTYPES",
+    "cast_inputs",
+    "check_dtype",
+    "converted_model",
+    "eager_in",
+    "keep_io_dtypes",
+    "like_eager",
+    "weights_dtype",
+]
 
 #: The dtypes ``dtype=`` converts floating weights to.
 FLOATING_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -83,6 +92,33 @@ def converted_model(
     originals = {name: tensor.dtype for name, tensor in state.items()}
     own = {name: tensor for name, tensor in state.items() if not tensor.is_meta}
     return twin, originals, own
+
+
+def eager_in(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """The eager model to compare an export in ``dtype`` with: ``module`` itself if its floating
+    weights are in ``dtype``, else a converted copy (``verify`` needs the values, unlike capture)."""
+    floating = [t for t in [*module.parameters(), *module.buffers()] if t.is_floating_point()]
+    if all(t.dtype == dtype for t in floating):
+        return module
+    return copy.deepcopy(module).to(dtype)
+
+
+def like_eager(got: Any, expected: Any) -> Any:
+    """The ONNX outputs, each floating one in its eager counterpart's dtype (``keep_io_dtype`` casts them back)."""
+    got_leaves, spec = pytree.tree_flatten(got)
+    expected_leaves = pytree.tree_leaves(expected)
+    if len(got_leaves) != len(expected_leaves):
+        return got
+    leaves = [
+        g.to(e.dtype)
+        if isinstance(g, torch.Tensor)
+        and isinstance(e, torch.Tensor)
+        and g.is_floating_point()
+        and e.is_floating_point()
+        else g
+        for g, e in zip(got_leaves, expected_leaves)
+    ]
+    return pytree.tree_unflatten(leaves, spec)
 
 
 def weights_dtype(original_dtypes: Mapping[str, torch.dtype]) -> torch.dtype | None:
