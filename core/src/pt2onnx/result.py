@@ -20,7 +20,7 @@ from torch.export.graph_signature import OutputKind
 
 from .assemble import OutputLayout
 from .errors import VerificationError, WeightsError
-from .interface.calling import user_inputs
+from .interface.calling import copy_inputs, user_inputs
 from .progress import Progress
 from .provenance import METADATA_KEYS, ModuleInfo, find_node, module_of_state
 from .report import Report
@@ -30,10 +30,6 @@ from .weights.checkpoint import unreadable_weights
 from .weights.dtype import cast_inputs, eager_in, like_eager
 
 __all__ = ["ExportResult"]
-
-
-def _clone(tree: Any) -> Any:
-    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, tree)
 
 
 def _tensor(module: torch.nn.Module, target: str) -> torch.Tensor:
@@ -252,7 +248,7 @@ class ExportResult:
                 f"{f' and {len(empty) - 3} more' if len(empty) > 3 else ''} are on the meta device",
                 hint="pass the model built with its weights: result.verify(*inputs, _eager=model)",
             )
-        eager_args, eager_kwargs = _clone(args), _clone(kwargs)
+        eager_args, eager_kwargs = copy_inputs(args), copy_inputs(kwargs)
         if self.dtype is not None:
             eager = eager_in(eager, self.dtype)
             eager_args, eager_kwargs = cast_inputs(eager_args, eager_kwargs, self.dtype)
@@ -262,8 +258,8 @@ class ExportResult:
                 expected = eager(*eager_args, **eager_kwargs)
                 expected_updates = [_tensor(eager, target).clone() for target in state.values()]
                 if state:  # an output may be a tensor put back below
-                    expected = _clone(expected)
-            onnx_args, onnx_kwargs = _clone(args), _clone(kwargs)
+                    expected = copy_inputs(expected)
+            onnx_args, onnx_kwargs = copy_inputs(args), copy_inputs(kwargs)
             if self.dtype is not None and any(v.dtype == from_torch_dtype(self.dtype) for v in self.model.graph.inputs):
                 onnx_args, onnx_kwargs = cast_inputs(onnx_args, onnx_kwargs, self.dtype)  # keep_io_dtype=False
             got, updated = self._run(onnx_args, onnx_kwargs)

@@ -207,7 +207,9 @@ def test_diagonal_of_dynamic_sizes():
     )
 
 
-@given(x=tensors(shapes(min_rank=1, max_rank=3, min_side=2, max_side=4), DTYPES), data=st.data())
+# Contiguous: as_strided reads the input's storage, which the export has only for a
+# contiguous input (of another, it is a clear error: the test below).
+@given(x=tensors(shapes(min_rank=1, max_rank=3, min_side=2, max_side=4), DTYPES, contiguous=True), data=st.data())
 def test_as_strided(x, data):
     numel = x.numel()
     size = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 import onnxruntime
@@ -17,7 +18,9 @@ def implemented(
 ) -> bool:
     """Whether a one-node ``com.microsoft::op_type`` model runs on onnxruntime's CPU provider."""
     names = [f"x{i}" for i in range(len(input_shapes))]
-    node = helper.make_node(op_type, names, ["y"], domain=DOMAIN, **dict(attributes))
+    # Any: make_node takes the attributes as keywords beside its own (name, doc_string, ...).
+    attrs: dict[str, Any] = dict(attributes)
+    node = helper.make_node(op_type, names, ["y"], domain=DOMAIN, **attrs)
     graph = helper.make_graph(
         [node],
         "probe",

@@ -49,7 +49,7 @@ def scaled_dot_product_attention(
         raise op.decline("causal attention with query length != key length")
 
     q_bsd = op.Reshape(op.Transpose(query, perm=[0, 2, 1, 3]), op.constant([0, 0, -1]))
-    attrs = {"num_heads": heads, "unidirectional": int(bool(is_causal))}
+    attrs: dict[str, int | float] = {"num_heads": heads, "unidirectional": int(bool(is_causal))}
     if scale is not None:
         attrs["scale"] = float(scale)
     bias = None if attn_mask is None else _attention_bias(op, attn_mask, query, key)

@@ -136,7 +136,8 @@ def _unflatten_layer(tensors: dict[str, Any], context: tuple[Any, ...]) -> Any:
 
 def flatten_cache(cache: Cache) -> tuple[list[tuple[pytree.KeyEntry, dict[str, Any]]], Any]:
     """A ``Cache`` (dynamic, static, hybrid) as one ``{name: tensor}`` dict per layer, and its context."""
-    children, layers = [], []
+    children: list[tuple[pytree.KeyEntry, dict[str, Any]]] = []
+    layers: list[Any] = []
     for i, layer in enumerate(cache.layers):
         tensors, context = _flatten_layer(layer)
         children.append((pytree.SequenceKey(i), tensors))
@@ -184,8 +185,9 @@ def unflatten_encoder_decoder(children: Any, context: Any) -> EncoderDecoderCach
     """The ``EncoderDecoderCache`` ``flatten_encoder_decoder`` took apart."""
     own_context, cross_context, updated = context
     cache = EncoderDecoderCache.__new__(EncoderDecoderCache)
-    cache.self_attention_cache = unflatten_cache([c["decoder"] for c in children], own_context)
-    cache.cross_attention_cache = unflatten_cache([c["encoder"] for c in children], cross_context)
+    # Any Cache: transformers' __init__ takes two of any kind (mypy infers DynamicCache from its other branch).
+    cache.self_attention_cache = unflatten_cache([c["decoder"] for c in children], own_context)  # type: ignore[assignment]
+    cache.cross_attention_cache = unflatten_cache([c["encoder"] for c in children], cross_context)  # type: ignore[assignment]
     cache.is_updated = dict(updated)
     return cache
 

@@ -20,10 +20,13 @@ def empty_past(result: pt2onnx.ExportResult, batch: int) -> dict[str, np.ndarray
         name = value.name or ""
         if not name.startswith(PAST_PREFIX):
             continue
-        if value.shape is None or value.shape.rank() != 4 or not isinstance(value.shape[1], int):
+        if value.shape is None or value.shape.rank() != 4:
             raise ValueError(f"{name} is not a (batch, heads, length, head_dim) key or value: {value.shape}")
-        shape = (batch, value.shape[1], 0, value.shape[3])
-        dtype = value.dtype.numpy() if value.dtype is not None else np.float32
+        heads, head_dim = value.shape[1], value.shape[3]
+        if not isinstance(heads, int) or not isinstance(head_dim, int):
+            raise ValueError(f"{name}: an empty past needs static heads and head_dim, not {value.shape}")
+        shape = (batch, heads, 0, head_dim)
+        dtype = value.dtype.numpy() if value.dtype is not None else np.dtype(np.float32)
         past[name] = np.zeros(shape, dtype=dtype)
     return past
 

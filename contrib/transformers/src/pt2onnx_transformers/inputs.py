@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch.export import Dim
@@ -20,6 +20,9 @@ from torch.export import Dim
 import pt2onnx
 
 from .caches import cache_dims
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig
 
 __all__ = ["cache_argument", "causal_lm_inputs", "dims_hint", "export_causal_lm", "is_transformers_model"]
 
@@ -124,7 +127,7 @@ def causal_lm_inputs(
     """
     from transformers.cache_utils import DynamicCache, get_layer_types_and_kwargs
 
-    config = model.config
+    config = cast("PreTrainedConfig", model.config)
     vocab = config.get_text_config(decoder=True).vocab_size
     generator = torch.Generator().manual_seed(seed)
     past_ids = torch.randint(0, vocab, (batch, past_sequence_length), generator=generator)

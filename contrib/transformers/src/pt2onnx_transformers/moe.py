@@ -34,8 +34,8 @@ def grouped_mm_fallback(op: Op, input: ir.Value, weight: ir.Value, offs: ir.Valu
     dtype = op.output_dtype
     # onnxruntime's CPU MatMul has no bfloat16 kernel; torch accumulates bfloat16 products in float32 too.
     wide = ir.DataType.FLOAT if dtype == ir.DataType.BFLOAT16 else dtype
-    if wide != dtype:
-        input, weight = op.Cast(input, to=wide), op.Cast(weight, to=wide)
+    data = op.Cast(input, to=wide) if wide != dtype else input
+    weight = op.Cast(weight, to=wide) if wide != dtype else weight
     ends = op.Cast(offs, to=_INT64)
     starts = op.Concat(
         op.constant([0], _INT64), op.Slice(ends, op.constant([0], _INT64), op.constant([groups - 1], _INT64)), axis=0
@@ -44,7 +44,7 @@ def grouped_mm_fallback(op: Op, input: ir.Value, weight: ir.Value, offs: ir.Valu
     pieces = []
     for g in range(groups):
         index = op.constant([g], _INT64)
-        rows = op.Slice(input, op.Gather(starts, index), op.Gather(ends, index), axis)
+        rows = op.Slice(data, op.Gather(starts, index), op.Gather(ends, index), axis)
         # Gather of one expert rather than Split(num_outputs=), which is opset 18.
         pieces.append(op.MatMul(rows, op.Gather(weight, op.constant(g, _INT64), axis=0)))
     out = op.Concat(*pieces, axis=0) if groups > 1 else pieces[0]

@@ -24,6 +24,7 @@ __all__ = [
     "captured_inputs",
     "check_example_inputs",
     "check_outputs",
+    "copy_inputs",
     "flat_signature",
     "flatten_inputs",
     "keywords_as_parameters",
@@ -146,6 +147,20 @@ def flatten_inputs(program: ExportedProgram, args: tuple[Any, ...], kwargs: dict
             hint="call with the same argument structure (positional vs keyword, nesting) as at export",
         )
     return leaves
+
+
+def copy_inputs(tree: Any) -> Any:
+    """A copy of the tensors in ``tree``, each in its own memory layout (``clone()`` would make a
+    strided view contiguous, and the model, or the captured program's guards, may see it)."""
+
+    def copy(t: Any) -> Any:
+        if not isinstance(t, torch.Tensor):
+            return t
+        if any(stride == 0 and size > 1 for stride, size in zip(t.stride(), t.size())):
+            return t.clone()  # an expanded tensor: its strides have no storage of their own
+        return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device).copy_(t)
+
+    return pytree.tree_map(copy, tree)
 
 
 def user_input_names(program: ExportedProgram) -> list[str]:

@@ -33,7 +33,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import UnsupportedArgumentError
 from ..export import export
-from ..interface.calling import captured_inputs, flatten_inputs, normalize_args
+from ..interface.calling import captured_inputs, copy_inputs, flatten_inputs, normalize_args
 from ..opnames import normalize_op_name
 from ..opset import MIN_OPSET
 from ..registration import Registration
@@ -41,7 +41,7 @@ from ..registry import session_registry
 from ..result import ExportResult, _put_back
 from ..runtime import Verification, tolerance
 from .record import record, selected
-from .witness import witness_inputs
+from .witness import laid_out_like, witness_inputs
 
 __all__ = [
     "OLDEST_OPSET_EVERY_ENV",
@@ -410,7 +410,7 @@ def find_other_sizes(result: ExportResult, args: tuple[Any, ...], kwargs: dict[s
         with torch.no_grad():
             try:
                 with _put_back(guarded, state):
-                    traced = guarded(*_cloned(new_args), **_cloned(new_kwargs))
+                    traced = guarded(*copy_inputs(new_args), **copy_inputs(new_kwargs))
             except Exception as e:  # noqa: BLE001 - the program's guards refusing a size is an answer
                 found.attempts.append(
                     f"{sizes}: the captured program refuses it ({type(e).__name__}: {_first_line(e)})"
@@ -418,7 +418,7 @@ def find_other_sizes(result: ExportResult, args: tuple[Any, ...], kwargs: dict[s
                 return None
             try:
                 with _put_back(eager, state):
-                    expected = eager(*_cloned(new_args), **_cloned(new_kwargs))
+                    expected = eager(*copy_inputs(new_args), **copy_inputs(new_kwargs))
             except Exception as e:  # noqa: BLE001 - eager refusing a size the guards accept is an answer too
                 found.attempts.append(f"{sizes}: eager PyTorch refuses it ({type(e).__name__}: {_first_line(e)})")
                 found.eager_refused = True
@@ -478,6 +478,11 @@ def _resize(leaf: Any, fake: Any, values: dict[Any, int]) -> Any:
         return int(fake.node.expr.subs(values))
     if not isinstance(fake, torch.Tensor) or not isinstance(leaf, torch.Tensor):
         return leaf
+    # In the example's memory layout: a program captured from a strided input guards its strides.
+    return laid_out_like(leaf, _grown(leaf, fake, values))
+
+
+def _grown(leaf: torch.Tensor, fake: torch.Tensor, values: dict[Any, int]) -> torch.Tensor:
     # Copies along later axes move by multiples of the copies so far (mixed radix), so no
     # two copies of one value, along one axis or several, move by as many units.
     radix = 1
@@ -510,10 +515,6 @@ def _untied(leaf: torch.Tensor, axis: int, length: int, copies: int, step: int) 
             moved = torch.nextafter(moved, up)
         parts[k] = torch.where(finite & moved.isfinite(), moved, parts[k])
     return torch.cat(parts, dim=axis)
-
-
-def _cloned(tree: Any) -> Any:
-    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, tree)
 
 
 def _describe(args: Any) -> str:

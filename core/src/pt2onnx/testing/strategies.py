@@ -4,7 +4,8 @@
 the dtype has them (NaN, ±inf, ±0, subnormals, the dtype's extremes) and values at
 several magnitudes, and integers over wide ranges up to the dtype's limits. A test that
 must avoid them (a domain, an index range) narrows it with ``low``/``high`` and
-``edge_values`` and says why.
+``edge_values`` and says why. It also draws non-contiguous tensors (the same values in
+another memory layout), as a model meets after a transpose or a slice.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 import torch
+from hypothesis import assume
 from hypothesis import strategies as st
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "EDGE_KINDS",
     "FLOAT_DTYPES",
     "INT_DTYPES",
+    "LAYOUTS",
     "broadcast_shapes",
     "dims",
     "dtypes",
@@ -125,6 +128,48 @@ def _randint(low: int, high: int, shape: tuple[int, ...], generator: torch.Gener
     return values.clamp(low, high)
 
 
+#: The non-contiguous layouts :func:`tensors` draws: ``swapped`` (two dims swapped in
+#: memory: the transpose of a contiguous transposed tensor, as channels-last is) and
+#: ``strided`` (every other element along one dim of a larger buffer, from an offset: a
+#: slice with step 2; the skipped elements hold the dtype's largest value, so reading them
+#: shows).
+LAYOUTS = ("swapped", "strided")
+
+
+def _layouts(shape: tuple[int, ...]) -> list[str]:
+    """The layouts in which a tensor of ``shape`` is not contiguous (none with <= 1 element)."""
+    if 0 in shape:
+        return []
+    wide = sum(n >= 2 for n in shape)
+    return [name for name, needs in (("swapped", 2), ("strided", 1)) if wide >= needs]
+
+
+def _relaid(draw: st.DrawFn, values: torch.Tensor, layout: str) -> torch.Tensor:
+    """``values`` (contiguous) as a non-contiguous view with the same shape and values."""
+    wide = [d for d, n in enumerate(values.shape) if n >= 2]
+    if layout == "swapped":
+        a, b = draw(st.lists(st.sampled_from(wide), min_size=2, max_size=2, unique=True))
+        view = values.transpose(a, b).contiguous().transpose(a, b)
+    else:
+        dim, step = draw(st.sampled_from(wide)), draw(st.integers(2, 3))
+        offset = draw(st.integers(0, step - 1))
+        gap = True if values.dtype == torch.bool else _largest(values.dtype)
+        buffer = torch.full([n * step if d == dim else n for d, n in enumerate(values.shape)], gap, dtype=values.dtype)
+        view = buffer[(slice(None),) * dim + (slice(offset, None, step),)]
+        view.copy_(values)
+    # Not a view (no ``_base``) of the buffer, only its memory: torch.export guards a view
+    # input on its base's sizes too, which no other input of the test could meet.
+    tensor = torch.empty(0, dtype=values.dtype).set_(
+        view.untyped_storage(), view.storage_offset(), view.shape, view.stride()
+    )
+    assert not tensor.is_contiguous() and tensor._base is None
+    return tensor
+
+
+def _largest(dtype: torch.dtype) -> float:
+    return torch.finfo(dtype).max if dtype.is_floating_point else torch.iinfo(dtype).max
+
+
 @st.composite
 def tensors(
     draw: st.DrawFn,
@@ -134,6 +179,7 @@ def tensors(
     low: float | None = None,
     high: float | None = None,
     edge_values: bool | Collection[str] = True,
+    contiguous: bool | None = None,
 ) -> torch.Tensor:
     """A tensor of the given (or a drawn) shape and dtype.
 
@@ -142,13 +188,28 @@ def tensors(
     small, ±10,000, or the dtype's whole range). ``edge_values`` (default: every kind of
     :data:`EDGE_KINDS` the dtype has) sprinkles edge values in, outside ``[low, high]``
     too; pass ``False`` or a subset such as ``("nan", "inf")`` to narrow it, and say why
-    in the test. Example::
+    in the test.
+
+    ``contiguous`` (default ``None``: drawn, so a failure shrinks to a contiguous tensor
+    if it does not need the layout) says whether the tensor is contiguous or a
+    non-contiguous view with the same shape and values (one of :data:`LAYOUTS`), as the
+    input of a model that transposes or slices before the exported part. ``False``
+    forces such a view and refuses shapes with none (one element or fewer, which torch
+    always counts contiguous); ``True`` forces a contiguous tensor: a test whose model
+    needs one (``x.view(...)``, which torch refuses on most such views) passes it and
+    says why. Example::
 
         @given(x=tensors(shapes(max_rank=3), dtypes(["float32", "float16"])))
         def test_gelu(x):
             assert_exports_like_eager(torch.nn.GELU(), (x,))
     """
+    fixed_shape = isinstance(shape, tuple)
     shape = draw(shapes()) if shape is None else shape if isinstance(shape, tuple) else draw(shape)
+    layouts = _layouts(shape) if contiguous is not True else []
+    if contiguous is False and not layouts:
+        if fixed_shape:
+            raise ValueError(f"contiguous=False: a tensor of shape {shape} is contiguous in every layout")
+        assume(False)
     if dtype is None:
         dtype = draw(dtypes())
     elif isinstance(dtype, str):
@@ -158,7 +219,25 @@ def tensors(
     assert isinstance(dtype, torch.dtype)
     generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
     if dtype == torch.bool:
-        return torch.rand(shape, generator=generator) > 0.5
+        tensor = torch.rand(shape, generator=generator) > 0.5
+    else:
+        tensor = _values(draw, shape, dtype, generator, low, high, edge_values)
+    # Drawn last and False first: shrinking goes to the contiguous tensor of the same values.
+    if layouts and (contiguous is False or draw(st.booleans())):
+        tensor = _relaid(draw, tensor, draw(st.sampled_from(layouts)))
+    return tensor
+
+
+def _values(
+    draw: st.DrawFn,
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    generator: torch.Generator,
+    low: float | None,
+    high: float | None,
+    edge_values: bool | Collection[str],
+) -> torch.Tensor:
+    """The values of a numeric tensor (see :func:`tensors`), contiguous."""
     if dtype.is_floating_point:
         lo, hi = (
             (low, high)

@@ -17,6 +17,9 @@ The rule, per tensor of the example:
 * bool: fair coin flips;
 * Python numbers and everything else: as they are.
 
+Each tensor keeps the example's memory layout (a strided view stays one), which the
+captured program's guards may check.
+
 The generator is seeded by the example's values, so a seed reproduces the witness.
 """
 
@@ -27,7 +30,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-__all__ = ["witness_inputs"]
+__all__ = ["laid_out_like", "witness_inputs"]
 
 
 def witness_inputs(args: tuple[Any, ...], kwargs: dict[str, Any], seed: int) -> tuple[Any, Any] | None:
@@ -38,7 +41,9 @@ def witness_inputs(args: tuple[Any, ...], kwargs: dict[str, Any], seed: int) -> 
     """
     generator = torch.Generator().manual_seed(seed % 2**63)
     leaves, spec = pytree.tree_flatten((args, kwargs))
-    drawn = [_witness(leaf, generator) if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+    drawn = [
+        laid_out_like(leaf, _witness(leaf, generator)) if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves
+    ]
     changeable = any(isinstance(leaf, torch.Tensor) and _changeable(leaf) for leaf in leaves)
     if not changeable:
         return None
@@ -74,3 +79,24 @@ def _floats(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     s = max(1.0, float(wide[finite].abs().max())) if bool(finite.any()) else 1.0
     values = (torch.rand(t.shape, generator=generator, dtype=torch.float64) * 2 - 1) * s
     return torch.where(finite, values, wide).to(t.dtype)
+
+
+def laid_out_like(example: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``values`` in ``example``'s memory layout: its dims in the same stride order, with the
+    same gaps between elements and the same storage offset; contiguous when ``example`` is.
+
+    ``values`` may have other sizes (the harness's inputs of other sizes).
+    """
+    if example.is_contiguous() or values.numel() == 0 or 0 in example.stride():
+        return values.contiguous()
+    innermost_first = sorted(range(example.dim()), key=lambda d: (example.stride(d), example.size(d)))
+    strides, dense, span = [0] * example.dim(), 1, 1
+    for d in innermost_first:
+        gap = max(1, example.stride(d) // dense) if example.size(d) > 1 else 1
+        strides[d] = span * gap
+        dense = example.stride(d) * example.size(d)
+        span = strides[d] * values.size(d)
+    offset = example.storage_offset()
+    buffer = torch.empty(span + offset, dtype=values.dtype)
+    laid = torch.empty(0, dtype=values.dtype).set_(buffer.untyped_storage(), offset, values.shape, strides)
+    return laid.copy_(values)

@@ -10,11 +10,12 @@ import torch
 
 from pt2onnx.plugin import Op
 
-from ._dims import reduce_over
+from ._dims import known_dtype, reduce_over
 
 
-def as_dtype(op: Op, value: Any, dtype: ir.DataType) -> ir.Value:
+def as_dtype(op: Op, value: Any, dtype: ir.DataType | None) -> ir.Value:
     """``value`` (a Value or Python scalar) as a Value of ``dtype``, cast only if needed."""
+    dtype = known_dtype(dtype)
     if isinstance(value, ir.Value):
         return value if value.dtype == dtype else op.Cast(value, to=dtype)
     # numpy's C cast: a scalar out of an integer dtype's range wraps around, as in torch.

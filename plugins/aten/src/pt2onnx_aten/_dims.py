@@ -40,8 +40,18 @@ def one_d(op: Op, v: Any) -> ir.Value:
     return ints(op, [v])
 
 
-def scalar_of(op: Op, v: Any, dtype: ir.DataType) -> ir.Value:
+def known_dtype(dtype: ir.DataType | None) -> ir.DataType:
+    """``dtype``, which is mostly another Value's ``.dtype``: onnx_ir types that optional,
+    and every Value translation makes has one. An unknown one is an error here, not a
+    ``Cast`` without ``to`` in the model."""
+    if dtype is None:
+        raise TypeError("a converter needs the dtype of a Value whose dtype is unknown")
+    return dtype
+
+
+def scalar_of(op: Op, v: Any, dtype: ir.DataType | None) -> ir.Value:
     """A Python scalar or a 0-d Value as a 0-d Value of ``dtype``."""
+    dtype = known_dtype(dtype)
     if isinstance(v, ir.Value):
         return v if v.dtype == dtype else op.Cast(v, to=dtype)
     if dtype == ir.DataType.BOOL:
@@ -53,8 +63,9 @@ def scalar_of(op: Op, v: Any, dtype: ir.DataType) -> ir.Value:
         raise op.unsupported("value", v, f"not representable in {dtype.name} (torch refuses it too)") from e
 
 
-def to_dtype(op: Op, x: ir.Value, dtype: ir.DataType) -> ir.Value:
+def to_dtype(op: Op, x: ir.Value, dtype: ir.DataType | None) -> ir.Value:
     """``x`` cast to ``dtype`` when it is not already."""
+    dtype = known_dtype(dtype)
     return x if x.dtype == dtype else op.Cast(x, to=dtype)
 
 
@@ -109,8 +120,8 @@ def known_values(shape: ir.Value) -> list[int] | None:
     node = shape.producer()
     if node is None or node.op_type != "Shape" or node.inputs[0] is None or node.inputs[0].shape is None:
         return None
-    dims = list(node.inputs[0].shape)
-    if not all(isinstance(d, int) for d in dims):
+    dims = [d for d in node.inputs[0].shape if isinstance(d, int)]
+    if len(dims) != node.inputs[0].shape.rank():
         return None
     start, end = node.attributes.get("start"), node.attributes.get("end")
     return dims[slice(start.value if start else None, end.value if end else None)]

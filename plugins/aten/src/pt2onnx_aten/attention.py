@@ -130,7 +130,7 @@ def scaled_dot_product_attention(
         return scaled_dot_product_attention_before_23(
             op, query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
-    attrs = {"is_causal": int(is_causal)}
+    attrs: dict[str, int | float] = {"is_causal": int(is_causal)}
     if scale is not None:
         attrs["scale"] = float(scale)
     inputs = [query, key, value] if attn_mask is None else [query, key, value, _mask_rows(op, attn_mask, query)]

@@ -44,7 +44,8 @@ def roll(op, self, shifts, dims=()):
     if not dims:
         # Without dims torch rolls the flattened tensor.
         sizes = static_dims(self)
-        numel = None if None in sizes else math.prod(sizes)
+        static = [d for d in sizes if d is not None]
+        numel = math.prod(static) if len(static) == len(sizes) else None
         flat = op.Reshape(self, ints(op, [-1 if numel is None else numel]))
         return op.Reshape(_roll_axis(op, flat, shifts[0], 0), op.Shape(self), allowzero=1)
     out = self

@@ -173,6 +173,7 @@ def _nearest(op, x, spatial, output_size, scales):
         if resizable and all(np.array_equal(t, _resize_index(i, o)) for t, i, o in zip(indices, in_sizes, out_sizes)):
             return _run(op, x, lambda v: op.Resize(v, None, None, _sizes(op, v, spatial, out_sizes), **attrs))
         for axis, (index, n_in) in enumerate(zip(indices, in_sizes), start=first):
+            assert n_in is not None  # every size is static here
             if not np.array_equal(index, np.arange(n_in)):
                 x = op.Gather(x, op.constant(index), axis=axis)
         return x

@@ -174,7 +174,7 @@ def fuse_attention_heads(model: ir.Model) -> None:
         y, merged = node.outputs[0], reshape.outputs[0]
         fused = new_node("Attention", [q, k, v, *node.inputs[3:]], attributes)
         fused.outputs[0].type = y.type
-        fused.outputs[0].shape = ir.Shape([y.shape[0], y.shape[2], y.shape[1] * y.shape[3]])  # type: ignore[index, operator]
+        fused.outputs[0].shape = ir.Shape([y.shape[0], y.shape[2], y.shape[1] * y.shape[3]])  # type: ignore[index]
         graph.insert_before(node, fused)
         result = fused.outputs[0]
         if dims(merged) != dims(result):

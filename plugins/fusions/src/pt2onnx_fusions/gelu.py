@@ -39,10 +39,12 @@ def _product(value: ir.Value, *, whole: bool = False) -> tuple[float, list[ir.Va
         return constant, []
     if not whole and (value.is_graph_output() or len(value.uses()) != 1):
         return 1.0, [value]
-    if mul := produced_by(value, "Mul"):
+    mul = produced_by(value, "Mul")
+    if mul is not None and mul.inputs[0] is not None and mul.inputs[1] is not None:
         (a, a_factors), (b, b_factors) = _product(mul.inputs[0]), _product(mul.inputs[1])
         return a * b, a_factors + b_factors
-    if (power := produced_by(value, "Pow")) and (n := scalar(power.inputs[1])) in (2.0, 3.0):
+    power = produced_by(value, "Pow")
+    if power is not None and power.inputs[0] is not None and (n := scalar(power.inputs[1])) in (2.0, 3.0):
         return 1.0, [power.inputs[0]] * int(n)
     return 1.0, [value]
 
@@ -66,8 +68,10 @@ def _is_cubic_term(value: ir.Value | None, x: ir.Value, power: int, rtol: float)
     return math.isclose(constant, _CUBIC, rel_tol=rtol) and len(factors) == power and all(f is x for f in factors)
 
 
-def _is_tanh_argument(value: ir.Value, x: ir.Value, rtol: float) -> bool:
+def _is_tanh_argument(value: ir.Value | None, x: ir.Value, rtol: float) -> bool:
     """Whether ``value`` is ``sqrt(2 / pi) * (x + 0.044715 * x ** 3)``, or its ``x * (1 + 0.044715 * x ** 2)`` form."""
+    if value is None:
+        return False
     constant, factors = _product(value, whole=True)
     if not math.isclose(constant, _SQRT_2_OVER_PI, rel_tol=rtol):
         return False
@@ -86,7 +90,7 @@ def _gelu_input(node: ir.Node) -> ir.Value | None:
     if len(factors) != 2:
         return None
     for x, other in (factors, reversed(factors)):
-        rtol = _RTOL.get(x.dtype)
+        rtol = _RTOL.get(x.dtype) if x.dtype is not None else None
         if rtol is None or not math.isclose(constant, 0.5, rel_tol=rtol):
             continue
         tanh = produced_by(_plus_one(other, rtol), "Tanh")

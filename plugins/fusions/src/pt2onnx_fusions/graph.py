@@ -94,7 +94,7 @@ def same_dim(a: Dim, b: Dim) -> bool:
 def new_node(
     op_type: str,
     inputs: Sequence[ir.Value | None],
-    attributes: dict[str, int | float | Sequence[int]] | None = None,
+    attributes: dict[str, int | float | str | Sequence[int]] | None = None,
     *,
     like: ir.Value | None = None,
     name: str | None = None,

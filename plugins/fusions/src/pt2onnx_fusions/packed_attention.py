@@ -14,6 +14,7 @@ batch-first input, split it in three, attend with ``q_num_heads``, project back 
 from __future__ import annotations
 
 import functools
+from typing import TypeGuard
 
 import numpy as np
 import onnx_ir as ir
@@ -24,7 +25,7 @@ from .graph import dims, graphs, ints, new_node, only_used_by, produced_by, repl
 __all__ = ["fuse_packed_attention"]
 
 
-def _perm(node: ir.Node | None, perm: list[int]) -> bool:
+def _perm(node: ir.Node | None, perm: list[int]) -> TypeGuard[ir.Node]:
     return node is not None and list(node.attributes.get_ints("perm", [])) == perm
 
 
@@ -102,10 +103,10 @@ def _output_projection(attention: ir.Node) -> tuple[ir.Value, ir.Node, bool] | N
     """``(result, gemm, batch_first)`` if the output goes ``permute(2, 0, 1, 3)``, flatten, ``Gemm``,
     unflatten to ``(seq, batch, e)`` and, batch first, ``transpose(0, 1)``, each step used only by the next."""
     permute = _single_consumer(attention.outputs[0], "Transpose")
-    flatten = _single_consumer(permute.outputs[0], "Reshape") if _perm(permute, [2, 0, 1, 3]) else None  # type: ignore[union-attr]
+    flatten = _single_consumer(permute.outputs[0], "Reshape") if _perm(permute, [2, 0, 1, 3]) else None
     gemm = _single_consumer(flatten.outputs[0], "Gemm") if flatten is not None else None
     unflatten = _single_consumer(gemm.outputs[0], "Reshape") if gemm is not None else None
-    if unflatten is None or gemm is None or gemm.attributes.get_int("transA", 0):
+    if unflatten is None or gemm is None or gemm.attributes.get_int("transA", 0) != 0:
         return None
     transpose = _single_consumer(unflatten.outputs[0], "Transpose")
     batch_first = _perm(transpose, [1, 0, 2])
@@ -164,7 +165,7 @@ def _batch_first(
     assert y is not None
     batch, seq, value_type = y[0], y[2], attention.outputs[0].type
 
-    def typed(node: ir.Node, last: int, batch_first: bool = True) -> ir.Node:
+    def typed(node: ir.Node, last: int | ir.SymbolicDim, batch_first: bool = True) -> ir.Node:
         for out in node.outputs:
             out.type, out.shape = value_type, ir.Shape([batch, seq, last] if batch_first else [seq, batch, last])
         return node

@@ -21,7 +21,8 @@ def _sole_consumer(value: ir.Value, op_type: str) -> ir.Node | None:
     uses = value.uses()
     if value.is_graph_output() or len(uses) != 1:
         return None
-    node = uses[0].node
+    (use,) = uses
+    node = use.node
     return node if node.op_type == op_type and node.domain in ("", "ai.onnx") else None
 
 
@@ -59,7 +60,13 @@ def _rms_norm(mean: ir.Node) -> tuple[ir.Node, ir.Value, ir.Value, float] | None
     # float32 only: onnxruntime has no bfloat16 RMSNormalization kernel, float16 squares
     # overflow above 256 in torch but not in the fused op's float32 statistics, and
     # float64 would lose precision in them.
-    if x is None or x.dtype != ir.DataType.FLOAT or len(square.uses()) != 1 or not _last_axis_mean(mean, x):
+    if (
+        x is None
+        or square is None
+        or x.dtype != ir.DataType.FLOAT
+        or len(square.uses()) != 1
+        or not _last_axis_mean(mean, x)
+    ):
         return None
     add = _sole_consumer(mean.outputs[0], "Add")
     eps = scalar(_other(add, mean.outputs[0])) if add is not None else None
