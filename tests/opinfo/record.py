@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from opinfo_samples import opinfos, run_sample, sample_inputs
+from opinfo_samples import opinfos, run_sample, sample_inputs, skip_reason
 
 
 def _pt2onnx_check(module, tensors, atol):
@@ -49,17 +49,18 @@ def run_op(name: str, dtypes: list[str] | None, samples: int | None) -> dict[str
         key = str(dtype).removeprefix("torch.")
         if dtypes is not None and key not in dtypes:
             continue
-        outcome, converted = None, set()
+        outcome, converted, skipped = None, set(), []
         for sample in sample_inputs(info, dtype, samples):
             got = run_sample(info, sample, _pt2onnx_check)
             converted.update(got.converted)
             if got.kind == "skip":
+                skipped.append(got.detail)
                 continue
             if outcome is None or outcome.kind == "pass":
                 outcome = got
             if not got.ok:
                 break
-        kind, detail = (outcome.kind, outcome.detail) if outcome else ("skip", "no sample to test")
+        kind, detail = (outcome.kind, outcome.detail) if outcome else ("skip", skip_reason(skipped))
         results[key] = [kind, detail, sorted(converted)]
     return results
 
@@ -109,6 +110,8 @@ def _reason(kind: str, detail: str) -> str:
         return f"DEFECT, onnxruntime fails at run time: {detail}"
     if kind == "crash":
         return f"DEFECT, the exporter crashes: {detail}"
+    if kind == "dtype":
+        return f"the export refuses the dtype: {detail.split('] ', 1)[-1]}"
     if detail.startswith("UnsupportedOpsError"):
         return f"no converter and no usable torch decomposition: {detail.partition('for ')[2] or detail}"
     if detail.startswith("CaptureError"):
@@ -119,29 +122,46 @@ def _reason(kind: str, detail: str) -> str:
 
 
 def write_expected(outcomes: dict[str, dict[str, list]], path: Path) -> None:
-    """Write ``opinfo_expected.py`` from recorded outcomes: every failing (op, dtype) with its reason."""
-    from opinfo_expected import EXPECTED
+    """Rewrite ``EXPECTED`` in ``opinfo_expected.py`` from recorded outcomes: every failing
+    (op, dtype) that needs an entry, with its reason.
 
-    def reason(name: str, dtype: str, kind: str, detail: str) -> str:
-        # A listed failure that stays the same keeps its reason, which may be written by hand.
-        listed = EXPECTED.get(name, {}).get(dtype)
-        return listed[1] if listed and listed[0] == kind else _reason(kind, detail)
+    An op that passes in no dtype and fails the same way in several gets one ``*`` entry
+    (and its own entry for each dtype that fails otherwise). A listed entry whose outcome
+    stays the same is kept as it is: its reason may be written by hand, and a ``wrong`` one
+    names what is still right, which no recording can tell (a new ``wrong`` entry is written
+    without it, and the test of the entries asks for it).
+    """
+    from opinfo_expected import EXPECTED, accepted_without_entry
+    from opinfo_samples import Outcome
 
     rows = []
     for name in sorted(outcomes):
-        # Beyond float32 the test accepts a documented error at export unlisted; defects are listed.
-        failing = {
-            d: r
-            for d, r in sorted(outcomes[name].items())
-            if r[0] not in ("pass", "skip") and (d in ("float32", "*") or r[0] not in ("error", "random"))
+        listed = EXPECTED.get(name, {})
+        needed = {
+            dtype: (kind, detail)
+            for dtype, (kind, detail, *_) in sorted(outcomes[name].items())
+            if kind not in ("pass", "skip")
+            and (dtype == "float32" or not accepted_without_entry(Outcome(kind, detail)))
         }
-        if failing:
-            body = "".join(f"        {d!r}: ({r[0]!r}, {reason(name, d, r[0], r[1])!r}),\n" for d, r in failing.items())
-            rows.append(f"    {name!r}: {{\n{body}    }},\n")
+        if not needed:
+            continue
+        common = Counter(needed.values()).most_common(1)[0]
+        every = not any(r[0] == "pass" for r in outcomes[name].values()) and (common[1] > 1 or "*" in listed)
+        entries = {}
+        for dtype, (kind, detail) in needed.items():
+            key = "*" if every and (kind, detail) == common[0] else dtype
+            # A kept entry: the key's own, else (a float32 entry becoming "*") the dtype's.
+            kept = [e for e in (listed.get(key), listed.get(dtype)) if e is not None and e[0] == kind]
+            if kept:
+                entries[key] = kept[0]
+            else:
+                entries.setdefault(key, (kind, _reason(kind, detail)))
+        body = "".join(f"        {d!r}: {e!r},\n" for d, e in sorted(entries.items()))
+        rows.append(f"    {name!r}: {{\n{body}    }},\n")
     text = path.read_text()
-    head = text[: text.index("EXPECTED: dict")]
-    tail = text[text.index("\n\n\ndef expected_outcome") :]
-    path.write_text(f"{head}EXPECTED: dict[str, dict[str, tuple[str, str]]] = {{\n{''.join(rows)}}}{tail}")
+    start = text.index("EXPECTED: dict")
+    head, tail = text[: text.index("{", start) + 1], text[text.index("\n}\n", start) + 1 :]
+    path.write_text(f"{head}\n{''.join(rows)}{tail}")
 
 
 if __name__ == "__main__":

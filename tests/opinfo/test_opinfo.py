@@ -11,7 +11,13 @@ second input of other sizes), run in onnxruntime and compared with eager.
   starts passing, or fails differently (say at run time instead of at export), fails
   the test until the list is updated. ``EXPECTED`` lists first samples; under
   ``thorough``, ``LATER_FAILURES`` lists the pairs whose first sample passes and a later
-  one fails (which sample, how, and why).
+  one fails (which sample, how, and why). A ``wrong`` entry's claim of what is still right
+  is checked on the failing sample.
+* Beyond float32, only a documented refusal of the dtype itself needs no entry
+  (``opinfo_expected.accepted_without_entry``).
+* A sample is skipped only where eager PyTorch rejects it or returns no tensor; the ops whose
+  first float32 sample is skipped are exactly ``SKIPPED_FLOAT32``, which the published
+  figure leaves out.
 
 How many run:
 
@@ -36,8 +42,15 @@ import random
 
 import pytest
 import torch
-from opinfo_expected import EXPECTED, LATER_FAILURES, expected_outcome, later_failure
-from opinfo_samples import opinfos, run_sample, sample_inputs
+from opinfo_expected import (
+    EXPECTED,
+    LATER_FAILURES,
+    SKIPPED_FLOAT32,
+    accepted_without_entry,
+    expected_outcome,
+    later_failure,
+)
+from opinfo_samples import check_still_right, opinfos, run_sample, sample_inputs, skip_reason
 
 from pt2onnx.testing import OLDEST_OPSET_EVERY_ENV, assert_exports_like_eager
 
@@ -48,6 +61,12 @@ _SAMPLES = int(os.environ.get("PT2ONNX_OPINFO_SAMPLES", "0" if _THOROUGH else "1
 
 def _cases(seed: object) -> list[tuple[str, str]]:
     """(op, dtype) pairs to run; ``float32+drawn`` adds one other dtype per op, drawn from ``seed``."""
+    if _DTYPES not in ("all", "float32+drawn"):
+        # A misspelt dtype would select nothing, and a run of nothing passes.
+        known = {str(d).removeprefix("torch.") for info in opinfos().values() for d in info.supported_dtypes("cpu")}
+        unknown = sorted(set(_DTYPES.split(",")) - known)
+        if unknown:
+            raise ValueError(f"PT2ONNX_OPINFO_DTYPES names dtypes no op of op_db supports: {', '.join(unknown)}")
     cases = []
     for name, info in opinfos().items():
         supported = sorted(str(d).removeprefix("torch.") for d in info.supported_dtypes("cpu"))
@@ -75,49 +94,70 @@ def test_opinfo(name, dtype, monkeypatch):
     # converters' own property tests prove their oldest opsets.
     monkeypatch.setenv(OLDEST_OPSET_EVERY_ENV, "0")
     info = opinfos()[name]
-    outcome, failed_at = None, None
+    outcome, failed_at, failed, skipped = None, None, None, []
     for index, sample in enumerate(sample_inputs(info, getattr(torch, dtype), _SAMPLES)):
         got = run_sample(
             info, sample, lambda module, tensors, atol: assert_exports_like_eager(module, tensors, atol=atol)
         )
         if got.kind == "skip":
+            skipped.append(got.detail)
+            if index == 0 and dtype == "float32":
+                assert name in SKIPPED_FLOAT32, (
+                    f"{name}'s first float32 sample cannot be a test ({got.detail}): list it in SKIPPED_FLOAT32, "
+                    "which the published figure leaves out"
+                )
             continue
+        if index == 0 and dtype == "float32":
+            assert name not in SKIPPED_FLOAT32, (
+                f"{name}'s first float32 sample runs ({got.kind}): remove it from SKIPPED_FLOAT32 "
+                f"({SKIPPED_FLOAT32[name]}), so the published figure counts it"
+            )
         outcome = got
         if not got.ok:
-            failed_at = index
+            failed_at, failed = index, sample
             break
     if outcome is None:
-        pytest.skip("eager PyTorch rejects every sample (or none returns a tensor)")
+        pytest.skip(f"no sample to test: {skip_reason(skipped)}")
+    # A refusal of the dtype needs no entry, even where a "*" entry lists how the op fails otherwise.
+    if dtype != "float32" and dtype not in EXPECTED.get(name, {}):
+        why = accepted_without_entry(outcome)
+        if why is not None:
+            pytest.xfail(why)
     expected = expected_outcome(name, dtype)
-    if expected is None and dtype != "float32" and outcome.kind in ("error", "random"):
-        # The dtype sweep (issue #10): beyond float32, a documented pt2onnx error at export
-        # (say, onnxruntime has no kernel for the dtype) is an accepted outcome; a run-time
-        # failure or a silently wrong result never is.
-        pytest.xfail(f"{outcome.kind} at export: {outcome.detail}")
     later = later_failure(name, dtype) if _SAMPLES is None and expected is None else None
     if later is not None:
         # Every sample runs (thorough): the first sample passes, a later one is listed.
-        at, kind, reason = later
+        at, kind, reason, *still_right = later
         assert not outcome.ok, f"{name} ({dtype}) now passes every sample: remove it from LATER_FAILURES ({reason})"
         assert (failed_at, outcome.kind) == (at, kind), (
             f"{name} ({dtype}) was expected to fail first at sample {at} as {kind!r} ({reason}) "
             f"but failed at sample {failed_at} as {outcome.kind}: {outcome.detail}"
         )
+        _check_still_right(still_right, info, failed)
         pytest.xfail(f"{kind} at sample {at}: {reason}")
     if expected is None:
         assert outcome.ok, (
             f"{name} ({dtype}) fails at sample {failed_at} and is not an expected failure: {outcome.kind}: {outcome.detail}"
         )
         return
-    kind, reason = expected
+    kind, reason, *still_right = expected
     assert not outcome.ok, f"{name} ({dtype}) now passes: remove it from tests/opinfo/opinfo_expected.py ({reason})"
     assert outcome.kind == kind, (
         f"{name} ({dtype}) was expected to fail as {kind!r} ({reason}) but got {outcome.kind}: {outcome.detail}"
     )
+    _check_still_right(still_right, info, failed)
     pytest.xfail(f"{kind}: {reason}")
+
+
+def _check_still_right(still_right: list[str], info: object, sample: object) -> None:
+    """A ``wrong`` entry names what the export still gets right; the failing sample must bear it
+    out, so a converter broken further (a topk that sorts the wrong way) is no expected failure."""
+    for claim in still_right:
+        check_still_right(claim, info, sample)
 
 
 def test_expected_failures_name_ops_of_op_db():
     # A renamed or removed op must leave the list too, so the list never holds dead entries.
     assert sorted(set(EXPECTED) - set(opinfos())) == []
     assert sorted(set(LATER_FAILURES) - set(opinfos())) == []
+    assert sorted(set(SKIPPED_FLOAT32) - set(opinfos())) == []
