@@ -2,26 +2,25 @@
 
 Errors print as one paragraph on stderr, without a traceback unless ``--debug``; the
 exit status says what failed (:data:`EXIT_CODES`). A closed output pipe
-(``pt2onnx plugins | head -1``) ends the command quietly. Only argparse is imported
-before the arguments are parsed: torch and the plugins load when a command needs them,
-so ``--help`` answers at once.
+(``pt2onnx plugins | head -1``) ends the command quietly. Only the standard library is
+imported before the arguments are parsed: torch and the plugins load when a command needs
+them, so ``--help`` answers at once.
+
+The commands only parse and print: what ``plugins`` and ``ops`` show is gathered by
+:mod:`pt2onnx.inspection` (its text and its ``--json`` render the same data), and the
+code ``export`` names is imported by :mod:`pt2onnx.loader`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import os
 import sys
 import traceback
 import warnings
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import (
@@ -32,10 +31,10 @@ from .errors import (
     UnsupportedOpsError,
     VerificationError,
 )
+from .loader import SourceError, UserCodeError, import_cli_plugins, load_factory
 
 if TYPE_CHECKING:
-    from .registration import Registration
-    from .registry import Entry, Registry
+    from .registry import Registry
 
 __all__ = ["EXIT_CODES", "main"]
 
@@ -60,6 +59,12 @@ EXIT_CODES = {
 
 class UsageError(Exception):
     """A command-line mistake: printed with the command's usage, exit status 2."""
+
+
+#: Printed with the command's usage, exit status 2: a mistake on the command line, or code it names that is not there.
+_USAGE_ERRORS = (UsageError, SourceError)
+#: Errors whose message says it all: printed without their type.
+_OWN_ERRORS = (Pt2OnnxError, UsageError, SourceError, UserCodeError)
 
 
 _DESCRIPTION = """\
@@ -117,195 +122,38 @@ def _quiet_registry(blocked: Sequence[str], opset: int | None = None) -> Registr
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
-    registry = _quiet_registry(args.blocked, args.opset)
+    from .inspection import inspect_plugins
+
+    found = inspect_plugins(_quiet_registry(args.blocked, args.opset))
     if args.json:
-        from .inventory import plugins_data
-
-        _print_json(plugins_data(registry))
-        return EXIT_OK
-    plugin_set = registry.plugin_set
-    grouped = registry.by_plugin()
-    print(
-        f"{'plugin':<28} {'layer':<10} {'distribution':<22} {'version':<9} converters lowerings custom_ops decompositions keeps rewrites preparations"
-    )
-    for info in sorted(plugin_set.plugins.values(), key=lambda p: (-p.layer, p.name)):
-        kinds = Counter(r.kind for r in grouped.get(info.name, []))
-        print(
-            f"{info.name:<28} {info.layer!s:<10} {info.distribution or '-':<22} {info.version or '-':<9} "
-            f"{kinds['converter']:>10} {kinds['lowering']:>9} {kinds['custom_op']:>10} "
-            f"{kinds['decomposition']:>14} {kinds['keep']:>5} {kinds['rewrite']:>8} "
-            f"{kinds['pytree'] + kinds['patch'] + kinds['dynamic_shapes']:>12}"
-        )
-        for entry in registry.overrides(info.name):
-            shadowed = ", ".join(f"{s.plugin} [{s.layer}]" for s in entry.shadowed if s.plugin != info.name)
-            print(f"    overrides {entry.winner.op}: {shadowed}")
-    if plugin_set.project_config is not None:
-        print(f"project config: {plugin_set.project_config}")
-    for note in plugin_set.closed:
-        print(f"closed: {note}")
-    for name in plugin_set.blocked:
-        print(f"blocked: {name}")
-    for name in plugin_set.not_allowed:
-        print(f"not loaded (not in PT2ONNX_PLUGINS): {name}")
-    for broken in plugin_set.broken:
-        print(f"BROKEN {broken.name} ({broken.distribution or 'project'}): {broken.error}")
-        if broken.hint:
-            print(f"    {broken.hint}")
-    for table in (
-        registry.conflicts,
-        {n: e for n, e in registry.rewrites.items() if e.conflict},
-        {n: e for n, e in registry.preparations.items() if e.conflict},
-    ):
-        for op, entry in sorted(table.items()):
-            print(f"CONFLICT {op}: {_conflict(entry)}")
+        _print_json(found.to_dict())
+    else:
+        print("\n".join(found.lines()))
     return EXIT_OK
-
-
-def _conflict(entry: Entry) -> str:
-    names = ", ".join(f"{r.plugin} ({r.kind})" for r in entry.conflict)
-    return f"{names} [{entry.conflict[0].layer}]; exports reaching it fail until one says override=True"
-
-
-def _function(r: Registration) -> str:
-    return f"{getattr(r.fn, '__module__', '?')}.{getattr(r.fn, '__qualname__', '?')}"
-
-
-def _range(r: Registration) -> str:
-    """`` (opsets 18+)`` for a registration bounded by ``since``/``until``; nothing for one that serves any."""
-    return "" if r.since is None and r.until is None else f" (opsets {r.opsets})"
 
 
 def _cmd_ops(args: argparse.Namespace) -> int:
     if not args.ops and not args.coverage:
         raise UsageError("name at least one op (e.g. aten::gelu or aten::add.Tensor), or pass --coverage")
-    from .opnames import normalize_op_name
-
     registry = _quiet_registry(args.blocked, args.opset)  # broken plugins are noted below, once
-    if args.json:
-        from .inventory import coverage_data, ops_data
-
-        if args.coverage:
-            _print_json(coverage_data(registry))
-            return EXIT_OK
-        found = ops_data(registry, args.ops)
-        _print_json(found)
-        missing = any("error" in op or not (op["converters"] or op["decomposed_by"]) for op in found)
-        return EXIT_ERROR if missing else EXIT_OK
     if args.coverage:
-        from .coverage import coverage_report
+        if args.json:
+            from .inspection import coverage_data
 
-        print(coverage_report(registry))
-        return EXIT_OK
-    status = EXIT_OK
-    for raw in args.ops:
-        try:
-            name = normalize_op_name(raw)
-        except ValueError as e:
-            print(f"{raw}: {e}")
-            status = EXIT_ERROR
-            continue
-        packet = name.split(".", 1)[0]
-        matches = registry.entries_for(name)
-        elsewhere = registry.other_opsets_for(name)
-        if not matches:
-            kept = " (kept whole)" if name in registry.kept or packet in registry.kept else ""
-            at = f" at opset {registry.opset}" if elsewhere else ""
-            print(f"{name}: no converter{at}{kept}")
-            status = EXIT_ERROR
-        for key, entry in sorted(matches.items()):
-            if entry.conflict:
-                print(f"{key}: CONFLICT {_conflict(entry)}")
-                continue
-            w = entry.winner
-            override = " (override=True)" if w.override else ""
-            print(f"{key}: {w.kind} {_function(w)} from {w.plugin} [{w.layer}]{_range(w)}{override}")
-            for s in entry.shadowed:
-                print(f"    shadows {s.plugin} [{s.layer}]{_range(s)}")
-        for key, regs in elsewhere.items():
-            for r in regs:
-                print(f"{key}: at opsets {r.opsets}: {r.kind} {_function(r)} from {r.plugin} [{r.layer}]")
-    broken = [b.name for b in registry.plugin_set.broken]
-    if broken:
-        print(f"note: broken plugins skipped: {', '.join(broken)} (see `pt2onnx plugins`)")
-    return status
-
-
-@contextmanager
-def _importable(directory: Path) -> Iterator[None]:
-    """``directory`` first on sys.path while the user's factory module is imported, as ``python file.py`` has it."""
-    entry = str(directory)
-    sys.path.insert(0, entry)
-    try:
-        yield
-    finally:
-        sys.path.remove(entry)
-
-
-def _load_file(path: Path) -> ModuleType:
-    name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else "__pt2onnx_factory__"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"{path} is not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
-
-
-def _load_factory(spec: str) -> Callable[[], Any]:
-    source, sep, attr = spec.rpartition(":")
-    if not sep or not source or not attr:
-        raise UsageError(f"expected MODULE:FACTORY or FILE.py:FACTORY, got {spec!r}")
-    try:
-        if source.endswith(".py") or "/" in source or os.sep in source:
-            path = Path(source)
-            if not path.is_file():
-                raise UsageError(f"{source}: no such file (in {Path.cwd()})")
-            with _importable(path.resolve().parent):
-                module = _load_file(path.resolve())
+            _print_json(coverage_data(registry))
         else:
-            with _importable(Path.cwd()):
-                module = importlib.import_module(source)
-    except ModuleNotFoundError as e:
-        if e.name is None or not source.startswith(e.name):
-            raise _UserCodeError(f"importing {source} raised", e) from e
-        raise UsageError(f"no module named {source!r} (looked in {Path.cwd()} and the installed packages)") from e
-    except UsageError:
-        raise
-    except Exception as e:  # the user's module may raise anything
-        raise _UserCodeError(f"importing {source} raised", e) from e
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        defined = sorted(
-            n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__
-        )
-        what = "is not callable" if factory is not None else "is not defined there"
-        raise UsageError(f"{source}:{attr} {what}; {source} defines: {', '.join(defined) or 'no functions'}")
-    return factory
+            from .coverage import coverage_report
 
+            print(coverage_report(registry))
+        return EXIT_OK
+    from .inspection import inspect_ops
 
-def _import_plugin(name: str) -> ModuleType:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        if e.name is not None and name.startswith(e.name):
-            raise UsageError(f"--plugins {name}: no module named {name!r} (looked in {Path.cwd()})") from e
-        raise _UserCodeError(f"importing {name} raised", e) from e
-
-
-class _UserCodeError(Exception):
-    """An exception raised by the user's module or factory, reported with its file:line."""
-
-    def __init__(self, doing: str, error: BaseException) -> None:
-        from .capture import user_frame
-
-        frame = user_frame(error)
-        where = f" at {frame[0]}" if frame else ""
-        super().__init__(f"{doing} {type(error).__name__}: {error}{where}")
+    found = inspect_ops(registry, args.ops)
+    if args.json:
+        _print_json(found.to_list())
+    else:
+        print("\n".join(found.lines()))
+    return EXIT_OK if found.handled else EXIT_ERROR
 
 
 def _made(spec: str, made: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any], dict[str, Any]]:
@@ -362,11 +210,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
         model, call_args, call_kwargs = _load_program(args.factory)
         options: dict[str, Any] = {}
     else:
-        factory = _load_factory(args.factory)
+        factory = load_factory(args.factory)
         try:
             made = factory()
         except Exception as e:  # the user's factory may raise anything
-            raise _UserCodeError(f"{args.factory} raised", e) from e
+            raise UserCodeError(f"{args.factory} raised", e) from e
         model, call_args, call_kwargs, options = _made(args.factory, made)
         options["dynamic_shapes"] = _dynamic_shapes(args.dynamic, model, options.get("dynamic_shapes"))
     for key, value in (("opset", args.opset), ("strict", args.strict), ("source_paths", args.source_paths)):
@@ -374,10 +222,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
             options[key] = value
     plugins = [name for value in args.plugins for name in value.split(",") if name]
     if plugins:
-        # Named on the command line: importable from the working directory, as `python -m` has it.
-        with _importable(Path.cwd()):
-            modules = [_import_plugin(name) for name in plugins]
-        options["plugins"] = [*options.get("plugins", ()), *modules]
+        options["plugins"] = [*options.get("plugins", ()), *import_cli_plugins(plugins)]
     disable = [*args.blocked, *_blocked(args.export_plugin_flags)]
     report_file = args.report if args.report not in (None, "-") else None
     quiet = args.quiet or args.json
@@ -514,7 +359,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
 
 
 def _exit_code(error: BaseException) -> int:
-    if isinstance(error, (UsageError, OptionError)):
+    if isinstance(error, (*_USAGE_ERRORS, OptionError)):
         return EXIT_USAGE
     if isinstance(error, UnsupportedOpsError):
         return EXIT_UNSUPPORTED
@@ -526,11 +371,7 @@ def _exit_code(error: BaseException) -> int:
 
 
 def _paragraph(error: BaseException) -> str:
-    text = (
-        str(error)
-        if isinstance(error, (Pt2OnnxError, UsageError, _UserCodeError))
-        else f"{type(error).__name__}: {error}"
-    )
+    text = str(error) if isinstance(error, _OWN_ERRORS) else f"{type(error).__name__}: {error}"
     return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
 
 
@@ -561,9 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - every error ends as one paragraph and an exit status
         if args.debug:
             traceback.print_exception(e)
-        if isinstance(e, UsageError):
+        if isinstance(e, _USAGE_ERRORS):
             commands_parsers.get(args.command, parser).print_usage(sys.stderr)
-        kind = "internal error" if not isinstance(e, (Pt2OnnxError, UsageError, _UserCodeError)) else "error"
+        kind = "error" if isinstance(e, _OWN_ERRORS) else "internal error"
         print(f"pt2onnx: {kind}: {_paragraph(e)}", file=sys.stderr)
         if kind == "internal error" and not args.debug:
             print("pt2onnx: run with --debug for the traceback, and report it", file=sys.stderr)

@@ -10,11 +10,12 @@ project's ``[tool.pt2onnx] plugins`` load unless ``PT2ONNX_DISABLE_PLUGIN_AUTOLO
 set, and only those named in ``PT2ONNX_PLUGINS`` when that is set; ``plugins=`` always
 loads. A broken installed or project plugin is skipped with a :class:`PluginLoadWarning`;
 a broken ``plugins=`` entry is a :class:`PluginError`, since the caller asked for it.
+The project's and the ``plugins=`` modules are imported by :mod:`pt2onnx.loader`, which
+says how each treats ``sys.path``.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import warnings
@@ -29,7 +30,8 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError, PluginLoadWarning, PluginNameWarning
-from .project import import_project_module, read_project_config
+from .loader import import_argument_plugin, import_project_module
+from .project import read_project_config
 from .registration import Layer
 
 __all__ = [
@@ -276,7 +278,7 @@ class _Loader:
         for plugin in plugins:
             if isinstance(plugin, str):
                 try:
-                    plugin = importlib.import_module(plugin)
+                    plugin = import_argument_plugin(plugin)
                 except Exception as e:  # importing runs the module's code
                     raise PluginError(
                         f"plugins=[...] names {plugin!r}, which cannot be imported: {type(e).__name__}: {e}",

@@ -1,26 +1,18 @@
-"""The user's project: its root, its ``[tool.pt2onnx]`` table, and importing its plugin modules.
+"""The user's project: its root and its ``[tool.pt2onnx]`` table.
 
 The project is the directory of the nearest ``pyproject.toml`` from the working
-directory upward; nothing above it is ever read. Its plugin modules are imported from
-beside that file without putting the directory on ``sys.path``, so a module the project
-happens to contain (a ``smtplib.py``) never shadows another one later in the process.
+directory upward; nothing above it is ever read. The plugin modules its table names are
+imported by :func:`pt2onnx.loader.import_project_module`, from beside that file and
+without putting the directory on ``sys.path``.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
-import threading
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
-__all__ = ["ProjectConfig", "find_pyproject", "import_project_module", "project_root", "read_project_config"]
-
-# Project modules are executed by hand (not through sys.path), so their imports are serialized here.
-_IMPORT_LOCK = threading.RLock()
+__all__ = ["ProjectConfig", "find_pyproject", "project_root", "read_project_config"]
 
 
 @dataclass(frozen=True)
@@ -79,55 +71,3 @@ def read_project_config(start: Path | None = None) -> ProjectConfig | None:
     if not isinstance(plugins, list) or not all(isinstance(p, str) and p for p in plugins):
         return ProjectConfig(path, error=f"[tool.pt2onnx] plugins must be a list of module names, got {plugins!r}")
     return ProjectConfig(path, list(plugins))
-
-
-def _module_file(root: Path, top: str) -> tuple[Path, bool] | None:
-    """``root/top.py`` or ``root/top/__init__.py`` (and whether it is a package), if present."""
-    package = root / top / "__init__.py"
-    if package.is_file():
-        return package, True
-    module = root / f"{top}.py"
-    if module.is_file():
-        return module, False
-    return None
-
-
-def import_project_module(name: str, root: Path) -> ModuleType:
-    """Import the project plugin ``name`` (dotted) from beside the project's pyproject.toml.
-
-    ``name.py`` or ``name/__init__.py`` in ``root`` is loaded by file location; a dotted
-    name's submodules are found through that package. A name with nothing beside the
-    pyproject.toml is imported as usual (an installed package). ``sys.path`` is never
-    changed. Raises ImportError for a name that would shadow the standard library or a
-    module of that name already imported from elsewhere.
-    """
-    top = name.split(".", 1)[0]
-    with _IMPORT_LOCK:
-        found = _module_file(root, top)
-        if found is None:
-            return importlib.import_module(name)
-        file, is_package = found
-        if top in sys.stdlib_module_names:
-            raise ImportError(f"{file} would shadow the standard library module {top!r}; rename it")
-        loaded = sys.modules.get(top)
-        if loaded is not None:
-            loaded_file = getattr(loaded, "__file__", None)
-            if loaded_file is None or Path(loaded_file).resolve() != file.resolve():
-                raise ImportError(
-                    f"a module named {top!r} is already imported from {loaded_file or 'a built-in'}; "
-                    f"the project's {file.name} would shadow it: rename it"
-                )
-            return importlib.import_module(name)
-        spec = importlib.util.spec_from_file_location(
-            top, file, submodule_search_locations=[str(file.parent)] if is_package else None
-        )
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {file}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[top] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(top, None)
-            raise
-        return importlib.import_module(name)

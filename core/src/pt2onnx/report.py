@@ -27,6 +27,7 @@ import importlib_metadata
 import onnx_ir as ir
 
 from .errors import SaveError
+from .inspection import function_id
 from .optimize import PassEffect
 from .plugin_manager import BrokenPlugin, PluginInfo
 from .runtime import OutputDifference, Verification
@@ -93,11 +94,6 @@ class OpUsage:
     how: str = "converted"
     #: The plugins whose converters declined these nodes (``op.decline``) before this one converted them.
     declined_by: tuple[str, ...] = ()
-
-
-def function_id(fn: Any) -> str:
-    """``module.qualname`` of a registered function: the same converter whatever plugin name it was loaded under."""
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from .errors import (
     UnsupportedArgumentError,
     UnsupportedOpsError,
 )
+from .inspection import function_id
 from .interface.symbolic import DimNames, ir_type_and_shape
 from .op import Op
 from .opnames import op_name
@@ -350,7 +351,7 @@ class GraphTranslator:
             raise
         except Exception as e:
             raise ConversionError(
-                f"converter {_describe(fn)} from plugin {plugin!r} failed: {type(e).__name__}: {e}",
+                f"converter {function_id(fn)} from plugin {plugin!r} failed: {type(e).__name__}: {e}",
                 location=location_of(node),
                 hint=f"this is a bug in plugin {plugin!r}; report it there, or override "
                 f"{op_name(node.target)} with your own converter plugin (docs/plugins.md)",
@@ -411,7 +412,7 @@ class GraphTranslator:
     ) -> ConversionError:
         got_text = got if isinstance(got, str) else repr(got)
         return ConversionError(
-            f"converter {_describe(fn)} from plugin {plugin!r} returned {got_text} where torch says {expected}",
+            f"converter {function_id(fn)} from plugin {plugin!r} returned {got_text} where torch says {expected}",
             location=location_of(node),
             hint=f"this is a bug in plugin {plugin!r}: the exported model would be wrong, so export stops",
         )
@@ -560,10 +561,6 @@ def _all_call_nodes(gm: torch.fx.GraphModule) -> Any:
 def _is_random(node: torch.fx.Node) -> bool:
     target = node.target
     return isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
-
-
-def _describe(fn: Callable[..., Any]) -> str:
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
 def _opaque_custom_op(node: torch.fx.Node) -> Callable[..., Any]:
