@@ -1,4 +1,4 @@
-"""Test configuration shared by the whole repository: hypothesis profiles and torch threads."""
+"""Test configuration shared by the whole repository: shared helpers on the path, hypothesis profiles, torch threads."""
 
 from __future__ import annotations
 
@@ -9,6 +9,13 @@ from pathlib import Path
 
 import torch
 from hypothesis import HealthCheck, Phase, settings
+
+# Helpers shared by the test folders (tests/pack_install.py, ...) are imported by name from
+# tests/, whichever folder the test is in (tests/custom_ops, plugins/*/tests, contrib/*/tests):
+# first on the path, where pytest would put it for tests/ itself.
+_TESTS = str(Path(__file__).resolve().parent / "tests")
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
 
 # Two test workers share two cores: one torch thread each keeps them from fighting.
 torch.set_num_threads(1)

@@ -33,7 +33,7 @@ import onnxruntime as ort
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from models import build
+from model_cases import build
 
 WARMUP = 3
 EAGER = "eager"

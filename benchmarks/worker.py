@@ -30,8 +30,7 @@ import torch.utils._pytree as pytree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from latency import session
-
-from models import Case, build
+from model_cases import Case, build
 
 WARMUP = 3
 ORT_PLUGIN = "ort"  # the plugin name of the pt2onnx-ort pack (contrib/ort)
@@ -104,7 +103,7 @@ def export(case: Case, exporter: str, path: Path, **options: Any) -> dict[str, A
 
 def _warm_up(exporter: str, directory: Path) -> None:
     """Pay the exporter's one-time costs (lazy imports, first torch.export) on a tiny module."""
-    from models import mlp
+    from model_cases import mlp
 
     tiny = mlp()
     export(tiny, exporter, directory / "warmup.onnx")

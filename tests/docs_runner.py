@@ -30,6 +30,8 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
+from pack_install import pip_install
+
 FENCE = re.compile(
     r"^(?P<indent>[ ]*)```(?P<lang>[\w-]*)(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```[ ]*$", re.M | re.S
 )
@@ -149,23 +151,7 @@ def run_pip_install(line: str, workdir: Path, site: Path) -> None:
         elif name in REPOSITORY_DISTRIBUTIONS and not _installed(name):
             targets.append(str(REPOSITORY_DISTRIBUTIONS[name]))
     if targets:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--no-deps",
-                "--no-build-isolation",
-                "--target",
-                str(site),
-                *targets,
-            ],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
+        pip_install(*targets, target=site, timeout=600)
 
 
 def run_page(page: Path, workdir: Path) -> None:

@@ -13,7 +13,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _load(name: str) -> ModuleType:
-    """A module of ``benchmarks/`` under a private name (``tests/models.py`` holds ``models``)."""
+    """A module of ``benchmarks/`` under a private name: benchmarks/ stays off the session's path."""
     spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -14,6 +14,8 @@ import onnxruntime as ort
 import pytest
 import torch
 
+from pack_install import pip_install
+
 ROOT = Path(__file__).parent.parent
 PT2ONNX = shutil.which("pt2onnx", path=str(Path(sys.executable).parent)) or "pt2onnx"
 
@@ -188,22 +190,8 @@ def test_plugins_and_ops_as_json(project):
 
 
 def test_a_broken_plugin_warns_once_per_export(project, tmp_path_factory):
-    site = tmp_path_factory.mktemp("broken-site")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(site),
-            str(ROOT / "tests" / "plugin_dists" / "p2o-test-broken"),
-        ],
-        check=True,
-        capture_output=True,
+    site = pip_install(
+        ROOT / "tests" / "plugin_dists" / "p2o-test-broken", target=tmp_path_factory.mktemp("broken-site")
     )
     done = run("export", "models.py:make", "-o", "m.onnx", cwd=project, env={"PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stderr

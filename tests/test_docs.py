@@ -39,25 +39,6 @@ def _run_page(page: Path, workdir: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _install(pack: Path, target: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(pack),
-        ],
-        check=True,
-        capture_output=True,
-    )
-
-
 @pytest.mark.parametrize("page", PAGES)
 def test_page_examples_run(page, tmp_path):
     workdir = tmp_path / "work"

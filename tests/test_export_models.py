@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import pt2onnx
-from models import MLP, trained_cnn
+from small_models import MLP, trained_cnn
 
 BATCH = torch.export.Dim("batch")
 
@@ -92,7 +92,7 @@ def test_nodes_carry_provenance_metadata():
     assert props["pt2onnx.op"] == "aten::conv2d.default"
     assert props["pt2onnx.module"] == "conv"
     assert props["pt2onnx.module_class"].endswith("Conv2d")
-    assert "tests/models.py" in props["pt2onnx.source"] and "self.conv(image)" in props["pt2onnx.source"]
+    assert "tests/small_models.py" in props["pt2onnx.source"] and "self.conv(image)" in props["pt2onnx.source"]
 
 
 def test_report_says_who_converted_what_and_times_phases():

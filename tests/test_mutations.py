@@ -1,6 +1,6 @@
 """Mutated buffers, parameters and inputs, as the graph signature says: extra ``<name>.updated`` outputs;
 ``ExportResult.run`` writes updated inputs back in place. Both capture modes.
-(The seeds' ``x[..., idx] = y`` on a clone is in tests/test_seeds.py.)"""
+(``x[..., idx] = y`` on a clone, in both capture modes, is in tests/test_strict_modes.py.)"""
 
 from __future__ import annotations
 

@@ -15,16 +15,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch._export.db.case import SupportLevel
-from torch._export.db.examples import all_examples
 
 import pt2onnx
+from exportdb_cases import EXAMPLES, second_input
 from pt2onnx.cli import main
 from pt2onnx.errors import OptionError, PluginConflictError, PluginError, UnsupportedOpsError
 from pt2onnx.opset import KEPT_KERNELS, MIN_OPSET, default_opset, newest_opset
 from pt2onnx.plugin import ConverterRegistrar, CustomOpRegistrar, converter, hookimpl, onnxruntime_has_kernel
 from pt2onnx.testing import assert_exports_like_eager
 from pt2onnx.testing.harness import OLDEST_OPSET_EVERY_ENV
-from test_exportdb import _second_input
 
 
 class ReluNet(torch.nn.Module):
@@ -501,9 +500,9 @@ OPSETS = [14, 17, None, *([newest_opset()] if newest_opset() != default_opset() 
 
 
 def _benchmark_models() -> Any:
-    """``benchmarks/models.py`` (``tests/models.py`` holds the name ``models``)."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "models.py"
-    spec = importlib.util.spec_from_file_location("benchmark_models", path)
+    """``benchmarks/model_cases.py``, loaded from its file: benchmarks/ stays off the session's path."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "model_cases.py"
+    spec = importlib.util.spec_from_file_location("benchmark_model_cases", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
@@ -531,14 +530,11 @@ def test_benchmark_model_exports_and_verifies(name, opset):
         assert check.ok, f"{check}\n{result.report}"
 
 
-EXPORTDB = all_examples()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("opset", OPSETS, ids=lambda o: f"opset{o or 'default'}")
-@pytest.mark.parametrize("name", sorted(EXPORTDB))
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_exportdb_example_exports_and_verifies(name, opset):
-    case = EXPORTDB[name]
+    case = EXAMPLES[name]
     if case.support_level == SupportLevel.NOT_SUPPORTED_YET:
         pytest.skip("torch.export cannot capture it (tests/test_exportdb.py checks the error)")
     model, kwargs = copy.deepcopy(case.model), dict(case.example_kwargs or {})
@@ -547,7 +543,7 @@ def test_exportdb_example_exports_and_verifies(name, opset):
     onnx.checker.check_model(result.model_proto, full_check=True)  # every node valid at that opset
     checks = [(case.example_args, kwargs)]
     if case.dynamic_shapes is not None:
-        checks.append(_second_input(case))
+        checks.append(second_input(case))
     for args, inputs in checks:
         check = result.verify(*args, **inputs)
         assert check.ok, f"{check}\n{result.report}"

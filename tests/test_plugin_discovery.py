@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import pt2onnx
+from pack_install import pip_install
 from pt2onnx.errors import PluginConflictError, PluginError, PluginNameWarning, UnsupportedOpsError
 from pt2onnx.plugin import hookimpl
 from pt2onnx.plugin_manager import ALLOW_ENV, DISABLE_AUTOLOAD_ENV, PluginLoadWarning, load_plugins
@@ -50,24 +51,7 @@ def installed(tmp_path_factory) -> dict[str, Path]:
     """Each test distribution pip-installed into a target directory of its own."""
     sites = {}
     for dist in sorted(DISTS.iterdir()):
-        site = tmp_path_factory.mktemp(dist.name)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--no-deps",
-                "--no-build-isolation",
-                "--target",
-                str(site),
-                str(dist),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        sites[dist.name] = site
+        sites[dist.name] = pip_install(dist, target=tmp_path_factory.mktemp(dist.name))
     return sites
 
 

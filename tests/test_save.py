@@ -32,9 +32,9 @@ from onnx_ir.tensor_adapters import TorchTensor
 
 import pt2onnx
 import pt2onnx.save
-from models import MLP
 from pt2onnx.errors import SaveError
 from pt2onnx.save import save_model
+from small_models import MLP
 
 TORCH_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int8, torch.bool]
 

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import pt2onnx
-from models import MLP, trained_cnn
 from pt2onnx.capture import CaptureFallbackWarning
 from pt2onnx.errors import CaptureError
+from small_models import MLP, trained_cnn
 
 
 class Counter(torch.nn.Module):

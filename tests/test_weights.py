@@ -22,10 +22,10 @@ from safetensors.torch import save_file
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
 import pt2onnx
-from models import MLP
 from pt2onnx.errors import OptionError, WeightsError
 from pt2onnx.runtime import TOLERANCES
 from pt2onnx.weights import CheckpointTensor
+from small_models import MLP
 
 CONFIG = transformers.LlamaConfig(
     hidden_size=64,

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pack_install import pip_install
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 _FILE_BLOCK = re.compile(r'^```\w+ title="(?P<path>[^"]+)"\n(?P<body>.*?)^```$', re.M | re.S)
@@ -50,23 +52,7 @@ def test_from_nothing_to_an_installed_pack(tmp_path):
     assert before.returncode != 0
     assert "myops::soft_clip.default is a custom op" in before.stderr
 
-    site = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(site),
-            str(tmp_path / "pt2onnx-myops"),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    site = pip_install(tmp_path / "pt2onnx-myops", target=tmp_path / "site")
     plugins = subprocess.run(
         [sys.executable, "-c", "from pt2onnx.cli import main; main(['plugins'])"],
         cwd=tmp_path,

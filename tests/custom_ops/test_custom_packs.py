@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from pack_install import pip_install
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # A pack whose plugin imports a library that is not installed.
@@ -77,25 +79,6 @@ print(json.dumps(out))
 """
 
 
-def _pip_install(pack: Path, target: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(pack),
-        ],
-        check=True,
-        capture_output=True,
-    )
-
-
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory) -> Path:
     """contrib/ort and a pack with a missing dependency, pip-installed into one directory (once)."""
@@ -111,9 +94,7 @@ def installed(tmp_path_factory) -> Path:
     template = shutil.copytree(
         ROOT / "contrib" / "template", tmp / "template", ignore=shutil.ignore_patterns("*.egg-info", "build")
     )
-    for pack in (ort, template, broken):
-        _pip_install(pack, site)
-    return site
+    return pip_install(ort, template, broken, target=site)
 
 
 def _run(site: Path | None, *args: str, script: str = _CHECK) -> subprocess.CompletedProcess[str]:

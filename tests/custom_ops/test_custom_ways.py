@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import onnx
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 import pt2onnx
 from pt2onnx.errors import UnsupportedOpsError
-from pt2onnx.plugin import hookimpl
+from pt2onnx.plugin import converter, hookimpl
 from pt2onnx.testing import assert_exports_like_eager, shapes, tensors
 from pt2onnx.translate import UnknownCustomOpWarning
 
@@ -78,6 +79,18 @@ class Decompose:
         register.decompose("pt2onnx_test::scaled_relu", lambda x, scale: torch.relu(x) * scale)
 
 
+@converter("pt2onnx_test::scaled_relu")
+def scaled_relu_expanded(op, x, scale):
+    return op.Mul(op.Relu(x), op.constant(scale, op.dtype_of(x)))
+
+
+class ExpandModule:
+    @hookimpl
+    def pt2onnx_register_custom_ops(self, register):
+        # Every @converter of this module, each as an expand handler.
+        assert register.module(sys.modules[__name__]) == 1
+
+
 def _nodes(result: pt2onnx.ExportResult) -> list[tuple[str, str]]:
     return [(n.domain, n.op_type) for n in result.model_proto.graph.node]
 
@@ -87,6 +100,17 @@ def test_expand_emits_standard_onnx_ops(x):
     result = assert_exports_like_eager(ScaledRelu(), (x,), plugins=[Expand()], expect_ops=["pt2onnx_test::scaled_relu"])
     assert ("", "Relu") in _nodes(result)
     assert {u.plugin for u in result.report.ops if u.op.startswith("pt2onnx_test::")} == {f"{__name__}.Expand"}
+
+
+def test_module_registers_its_converters_as_expand_handlers():
+    x = torch.randn(2, 3)
+    result = assert_exports_like_eager(
+        ScaledRelu(), (x,), plugins=[ExpandModule()], expect_ops=["pt2onnx_test::scaled_relu"]
+    )
+    assert ("", "Relu") in _nodes(result)
+    # A custom-op handler, as register.expand's are: not a converter of the hook for aten ops.
+    [handler] = [c for c in result.report.contributions if c.name.startswith("pt2onnx_test::")]
+    assert (handler.kind, handler.plugin) == ("custom_op", f"{__name__}.ExpandModule")
 
 
 @given(data=st.data(), shape=shapes(min_rank=1, max_rank=3))

@@ -1,7 +1,7 @@
 """op_db's samples as exportable modules, and what one export of one sample came to.
 
 Shared by the OpInfo test module (``test_opinfo.py``) and the measurement beside
-torch.onnx (``benchmarks/opinfo_compare.py``), so both run exactly the same samples.
+torch.onnx (``benchmarks/studies/opinfo_compare.py``), so both run exactly the same samples.
 
 A sample ``op(input, *args, **kwargs)`` becomes a module whose inputs are the sample's
 tensors (in pytree order) and whose constants are everything else, so the tensors

@@ -250,13 +250,15 @@ class _Registrar:
         """The name of the plugin registering."""
         return self._sink.plugin
 
-    def _add_tagged(self, module: ModuleType, kind: Kind) -> int:
+    def _add_tagged(self, module: ModuleType, tagged: Kind, kind: Kind | None = None) -> int:
+        """Register the functions of ``module`` tagged ``tagged`` as registrations of ``kind`` (default: the same)."""
+        kind = kind or tagged
         count = 0
         for _, fn in sorted(inspect.getmembers(module, callable), key=lambda item: item[0]):
             if getattr(fn, "__module__", None) != module.__name__:
                 continue
             for tag in getattr(fn, _TAG, ()):
-                if tag.kind != kind:
+                if tag.kind != tagged:
                     continue
                 for op in tag.ops:
                     self._sink.add(kind, op, fn, tag.override, tag.complex_values, tag.since, tag.until, tag.tolerance)
@@ -367,8 +369,11 @@ class CustomOpRegistrar(_Registrar):
         self._sink.add("decomposition", op, fn, override, since=since, until=until, tolerance=tolerance)
 
     def module(self, module: ModuleType) -> int:
-        """Register every ``@converter`` function of ``module`` as an ``expand`` handler."""
-        return self._add_tagged(module, "converter")
+        """Register every ``@converter`` function of ``module`` as an ``expand`` handler; returns how many.
+
+        Like :meth:`expand`, each is a custom-op handler (kind ``custom_op``), whatever its decorator.
+        """
+        return self._add_tagged(module, "converter", "custom_op")
 
 
 class DecompositionRegistrar(_Registrar):

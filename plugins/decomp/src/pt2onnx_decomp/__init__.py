@@ -5,7 +5,7 @@ records, per op, the measured decision that its direct ONNX translation beats to
 decomposition, so ``pt2onnx ops`` can show it and the choice does not silently depend
 on which pack happens to convert the op.
 
-The list comes from ``benchmarks/kept_ops.py`` (results in ``benchmarks/results/kept_ops.md``):
+The list comes from ``benchmarks/studies/kept_ops.py`` (results in ``benchmarks/results/kept_ops.md``):
 node count and onnxruntime latency of the kept form against torch's default decomposition.
 Kept: ``linear`` (MatMul+Add vs Reshape/Gemm/Reshape, same speed), ``rms_norm`` (one
 RMSNormalization vs 10 nodes, ~2.8x faster), ``instance_norm`` (12 vs 16 nodes),

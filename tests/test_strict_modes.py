@@ -1,4 +1,4 @@
-"""The seeds' strict/non-strict cases (/work/shared/seeds, "Parameter torch.export.export(..., strict)").
+"""Capture in both of torch.export's modes (``strict=True`` and ``False``) on cases known to trip one.
 
 - ``torch.ops.higher_order.scan(add, [init], [x], dim=0, reverse=False, additional_inputs=[])``:
   torch 2.13 rejects those keywords in both modes (strict: TorchDynamo's argument check;
@@ -28,7 +28,7 @@ def add(carry: torch.Tensor, y: torch.Tensor):
 class ScanModel(torch.nn.Module):
     def forward(self, x):
         init = torch.zeros_like(x[0])
-        carry, out = torch.ops.higher_order.scan(add, [init], [x], dim=0, reverse=False, additional_inputs=[])  # noqa: RUF059 (as in the seed)
+        carry, out = torch.ops.higher_order.scan(add, [init], [x], dim=0, reverse=False, additional_inputs=[])  # noqa: RUF059 (the call as written in the wild)
         return carry
 
 
@@ -48,20 +48,20 @@ def _update_inputs():
 
 
 @MODES
-def test_seed_scan_exports_in_both_modes(strict):
+def test_legacy_scan_exports_in_both_modes(strict):
     x = torch.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]], dtype=torch.float32)
     with pytest.warns(CaptureFallbackWarning, match="legacy scan signature"):
         result = pt2onnx.export(ScanModel(), (x,), strict=strict)
     assert "legacy scan signature" in result.report.capture
     assert result.report.capture_fallback is not None
     assert any(n.op_type == "Scan" for n in result.model.graph)
-    # Eager PyTorch 2.13 cannot run the seed either; the seed's own expectation is x.sum(0).
+    # Eager PyTorch 2.13 cannot run this call either; what it means is x.sum(0).
     torch.testing.assert_close(result.run(x), x.sum(axis=0))
     y = torch.randn(3, 3)
     torch.testing.assert_close(result.run(y), y.sum(axis=0))
 
 
-def test_seed_scan_without_fallback_is_a_clear_error():
+def test_legacy_scan_without_fallback_is_a_clear_error():
     x = torch.ones(3, 3)
     with pytest.raises(CaptureError, match=r"strict=True\) failed") as info:
         pt2onnx.export(ScanModel(), (x,), strict=True, fallback=False)
@@ -69,7 +69,7 @@ def test_seed_scan_without_fallback_is_a_clear_error():
 
 
 @MODES
-def test_seed_index_put_exports_in_both_modes(strict):
+def test_index_put_on_a_clone_exports_in_both_modes(strict):
     result = pt2onnx.export(UpdateModel(), _update_inputs(), strict=strict)
     assert result.report.capture == f"strict={strict}"
     check = result.verify(*_update_inputs())
@@ -79,7 +79,7 @@ def test_seed_index_put_exports_in_both_modes(strict):
 
 
 @MODES
-def test_seed_parameter_module_without_from_node(strict):
+def test_parameter_module_without_from_node(strict):
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2)).eval()
     result = pt2onnx.export(model, (torch.randn(2, 3),), strict=strict)
     info = result.module_of("2.weight")

@@ -1,10 +1,10 @@
 """A fusion tried for pt2onnx-ort and dropped: residual Add + RMSNormalization as one
 ``com.microsoft::SkipSimplifiedLayerNormalization``.
 
-    python benchmarks/skip_norm_fusion.py [--models llama_tiny,llama_125m] [--seq 16,128] [--runs 300]
+    python benchmarks/studies/skip_norm_fusion.py [--models llama_tiny,llama_125m] [--seq 16,128] [--runs 300]
 
 onnxruntime fuses ``Add`` + ``LayerNormalization`` into its ``SkipLayerNormalization``
-itself (``benchmarks/ort_profile.py encoder_12l``: 24 of them after its optimizations), but
+itself (``benchmarks/studies/ort_profile.py encoder_12l``: 24 of them after its optimizations), but
 not ``Add`` + ONNX ``RMSNormalization``, which is what pt2onnx emits for a Llama's norms.
 This script exports each model with pt2onnx (default opset), rewrites every
 ``RMSNormalization`` whose input is an ``Add`` into ``SkipSimplifiedLayerNormalization``
@@ -28,7 +28,7 @@ import onnx
 import onnxruntime as ort
 from onnx import helper
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite: latency, model_cases
 
 from latency import interleaved
 
@@ -83,16 +83,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     args = parser.parse_args()
 
+    import model_cases
     import torch
 
-    import models
     import pt2onnx
 
     torch.set_num_threads(1)
     lines = [
         "# Add + RMSNormalization as SkipSimplifiedLayerNormalization: tried, dropped",
         "",
-        f"Command: `python benchmarks/skip_norm_fusion.py --models {args.models} --seq {args.seq} --runs {args.runs}`  ",
+        f"Command: `python benchmarks/studies/skip_norm_fusion.py --models {args.models} --seq {args.seq} --runs {args.runs}`  ",
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; onnxruntime {ort.__version__}, 1 thread, "
         "ORT_ENABLE_ALL, batch 2; ms: median of interleaved runs.",
         "",
@@ -101,7 +101,7 @@ def main() -> None:
     ]
     print("\n".join(lines))
     for name in args.models.split(","):
-        case = models.build(name)
+        case = model_cases.build(name)
         assert case.sized is not None
         standard = pt2onnx.export(case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes).model_proto
         fused, count = fuse_skip_rms_norm(standard)
@@ -118,7 +118,7 @@ def main() -> None:
                 f"| {ms['fused'] / ms['standard']:.3f} | {difference:.1e} |"
             )
             print(lines[-1], flush=True)
-    (Path(__file__).parent / "results" / "skip_norm_fusion.md").write_text("\n".join(lines) + "\n")
+    (Path(__file__).resolve().parents[1] / "results" / "skip_norm_fusion.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

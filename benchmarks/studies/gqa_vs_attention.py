@@ -7,7 +7,7 @@ no cache, no rotary), over sequence lengths. Both graphs are built here, checked
 the same output, and timed interleaved in one process (CPU provider, 1 intra-op thread,
 ``ORT_ENABLE_ALL``): median of ``--runs`` runs per length after 3 warm-up runs.
 
-Run: python benchmarks/gqa_vs_attention.py [--runs 40] [--out benchmarks/results/gqa_vs_attention.md]
+Run: python benchmarks/studies/gqa_vs_attention.py [--runs 40] [--out benchmarks/results/gqa_vs_attention.md]
 """
 
 from __future__ import annotations
@@ -78,7 +78,9 @@ def group_query_attention() -> onnx.ModelProto:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=40)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "gqa_vs_attention.md")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "gqa_vs_attention.md"
+    )
     args = parser.parse_args()
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
@@ -111,7 +113,7 @@ def main() -> None:
     lines = [
         "# GroupQueryAttention vs Attention-24 in onnxruntime",
         "",
-        f"Command: `python benchmarks/gqa_vs_attention.py --runs {args.runs}`  ",
+        f"Command: `python benchmarks/studies/gqa_vs_attention.py --runs {args.runs}`  ",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; onnxruntime {ort.__version__}, CPU provider, "
         f"1 intra-op thread, ORT_ENABLE_ALL; batch {BATCH}, {HEADS} query heads, {KV_HEADS} key/value heads, "
         f"head size {HEAD_SIZE}, causal, no cache, no rotary; median of {args.runs} interleaved runs.",

@@ -9,7 +9,7 @@ and pt2onnx's default opset): what the builtin converters emit, and so the basel
 fusion must beat, changes with the opset (tanh-gelu is eight elementwise nodes below
 opset 20, one ``Gelu`` from 20).
 
-Run: python benchmarks/ort_fusions.py [--runs 50] [--opsets 18,24] [--out benchmarks/results/ort_fusions.md]
+Run: python benchmarks/studies/ort_fusions.py [--runs 50] [--opsets 18,24] [--out benchmarks/results/ort_fusions.md]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pt2onnx.opset import default_opset
 from pt2onnx.plugin import hookimpl
 from pt2onnx.registry import session_registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 try:
     import pt2onnx_ort
     import pt2onnx_ort.activations
@@ -206,7 +206,7 @@ def main() -> None:
     lines = [
         "# pt2onnx-ort: fused vs standard-op models in onnxruntime",
         "",
-        f"`python benchmarks/ort_fusions.py --runs {args.runs} --warmup {args.warmup} --opsets {args.opsets}`; "
+        f"`python benchmarks/studies/ort_fusions.py --runs {args.runs} --warmup {args.warmup} --opsets {args.opsets}`; "
         f"onnxruntime "
         f"{ort.__version__}, torch {torch.__version__}, CPU provider, 1 intra-op thread, graph "
         "optimization levels `basic` and `all` (the default, which runs onnxruntime's own fusions); median of "

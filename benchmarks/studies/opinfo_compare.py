@@ -7,7 +7,7 @@ onnxruntime (CPU) and compared with eager by pt2onnx's per-dtype comparison. An 
 passes when every sample matches; it is silently wrong when some sample exported and
 ran but differs from eager. Writes ``benchmarks/results/opinfo_compare.{json,md}``::
 
-    python benchmarks/opinfo_compare.py --samples 2 --jobs 2
+    python benchmarks/studies/opinfo_compare.py --samples 2 --jobs 2
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "opinfo"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "opinfo"))
 
 from opinfo_samples import opinfos, run_sample, sample_inputs
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def _check_pt2onnx(module, tensors, atol):
@@ -137,7 +137,7 @@ def main() -> None:
     lines = [
         "# op_db samples: pt2onnx beside torch.onnx.export(dynamo=True)",
         "",
-        f"`python benchmarks/opinfo_compare.py --samples {args.samples} --jobs {args.jobs}` (torch {torch.__version__}); "
+        f"`python benchmarks/studies/opinfo_compare.py --samples {args.samples} --jobs {args.jobs}` (torch {torch.__version__}); "
         f"the first {args.samples} float32 samples of each op, static shapes, {time.perf_counter() - start:.0f} s.",
         "",
         "| exporter | ops tested | pass every sample | silently wrong | export error | onnxruntime failure | crash | random |",

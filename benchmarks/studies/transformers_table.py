@@ -1,6 +1,6 @@
 """The table of transformers architectures pt2onnx-transformers exports with their KV cache.
 
-    python benchmarks/transformers_table.py [--runs 50] [--models llama,mixtral]
+    python benchmarks/studies/transformers_table.py [--runs 50] [--models llama,mixtral]
 
 Each architecture is built from its config class (random weights, no hub) at one size
 (4 layers, hidden 256, 8 query and 4 key/value heads, MLP 1024, vocabulary 1000) and
@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 WARMUP = 5
 PAST, PROMPT = 128, 64
 
@@ -189,7 +189,7 @@ def _markdown(rows: list[dict[str, object]], runs: int) -> str:
     lines.append(
         f"4 layers, hidden 256, 8/4 heads, MLP 1024, vocabulary 1000; decode step: batch 1, past {PAST}, one token; "
         f"prompt: {PROMPT} tokens; one thread each; median of {runs} interleaved runs after {WARMUP} warm-up runs; "
-        f"{_versions()}. `python benchmarks/transformers_table.py`"
+        f"{_versions()}. `python benchmarks/studies/transformers_table.py`"
     )
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,6 @@
 """What torch's NaN and -inf semantics of max pooling cost in onnxruntime, on the benchmark's CNN and ResNet.
 
-    python benchmarks/maxpool_nan_cost.py [--runs 3000]
+    python benchmarks/studies/maxpool_nan_cost.py [--runs 3000]
 
 onnxruntime's MaxPool skips NaN (torch gives the window NaN) and gives the lowest finite
 value for a window of -inf. pt2onnx's ``max_pool`` converter therefore pools once when the
@@ -40,7 +40,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite: latency, model_cases
 
 from latency import interleaved
 
@@ -151,10 +151,11 @@ def _session(model: onnx.ModelProto) -> ort.InferenceSession:
 
 
 def measure(name: str, runs: int) -> dict[str, float]:
-    import models
+    import model_cases
+
     import pt2onnx
 
-    case = getattr(models, name)()
+    case = getattr(model_cases, name)()
     exported = pt2onnx.export(case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes).model_proto
     variants = {
         "as exported": exported,

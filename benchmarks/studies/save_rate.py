@@ -1,6 +1,6 @@
 """How fast ``ExportResult.save`` writes a large model, beside a raw write of as many bytes.
 
-    python benchmarks/save_rate.py [--model llama_125m] [--repeats 3] [--dir DIR]
+    python benchmarks/studies/save_rate.py [--model llama_125m] [--repeats 3] [--dir DIR]
 
 Exports MODEL once, then times, interleaved and in alternating order, ``result.save`` (the
 whole file: graph, weights streamed, ``fsync``, rename) and a raw write of the same number
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite: latency, model_cases
 
 _PIECE = 64 << 20
 
@@ -55,14 +55,14 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: a temporary folder)")
     args = parser.parse_args()
 
+    import model_cases
     import numpy as np
     import torch
 
-    import models
     import pt2onnx
 
     torch.set_num_threads(1)
-    case = models.build(args.model)
+    case = model_cases.build(args.model)
     result = pt2onnx.export(case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes, quiet=True)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         folder = Path(tmp)
@@ -94,7 +94,7 @@ def main() -> None:
     lines = [
         f"# Save rate: {args.model}, {mb:.0f} MB",
         "",
-        f"Command: `python benchmarks/save_rate.py --model {args.model} --repeats {args.repeats}`  ",
+        f"Command: `python benchmarks/studies/save_rate.py --model {args.model} --repeats {args.repeats}`  ",
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; pt2onnx {pt2onnx.__version__}; "
         f"seconds: median (min-max) of {args.repeats} interleaved repeats; both writers end with fsync.",
         "",
@@ -110,7 +110,7 @@ def main() -> None:
         )
     text = "\n".join(lines) + "\n"
     print(text)
-    out = Path(__file__).parent / "results" / "save_rate.md"
+    out = Path(__file__).resolve().parents[1] / "results" / "save_rate.md"
     out.write_text(text)
 
 

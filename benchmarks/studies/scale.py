@@ -1,7 +1,7 @@
 """A model larger than memory allows: export a Llama checkpoint through the meta device and ``weights=``.
 
-    python benchmarks/scale.py                       # ~6.7 GB fp32 checkpoint (30 layers, hidden 2048)
-    python benchmarks/scale.py --layers 2 --hidden 256 --intermediate 688 --vocab 1000   # a quick run
+    python benchmarks/studies/scale.py                       # ~6.7 GB fp32 checkpoint (30 layers, hidden 2048)
+    python benchmarks/studies/scale.py --layers 2 --hidden 256 --intermediate 688 --vocab 1000   # a quick run
 
 Each stage runs in its own process, so each peak RSS is its own:
 
@@ -37,8 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -298,7 +297,7 @@ def main() -> None:
         raise SystemExit(f"{folder} exists: remove it or pass another --dir")
     try:
         record: dict[str, Any] = {
-            "command": "python benchmarks/scale.py " + " ".join(sys.argv[1:]),
+            "command": "python benchmarks/studies/scale.py " + " ".join(sys.argv[1:]),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
             f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB",
             "date": time.strftime("%Y-%m-%d"),

@@ -1,8 +1,8 @@
 """Where onnxruntime spends its time on each exporter's model: per-op-type totals from its profiler.
 
-    python benchmarks/ort_profile.py llama_tiny                 # batch 2 x seq 128, 1 thread
-    python benchmarks/ort_profile.py gpt2 --seq 512 --runs 50
-    python benchmarks/ort_profile.py llama_tiny --pt2onnx-opset 24   # adds pt2onnx at opset 24
+    python benchmarks/studies/ort_profile.py llama_tiny                 # batch 2 x seq 128, 1 thread
+    python benchmarks/studies/ort_profile.py gpt2 --seq 512 --runs 50
+    python benchmarks/studies/ort_profile.py llama_tiny --pt2onnx-opset 24   # adds pt2onnx at opset 24
 
 Exports MODEL with pt2onnx and torch.onnx (each in its own ``worker.py`` process), then, in
 one process, opens a profiling session on each file (the benchmark's options: ``--threads``
@@ -38,12 +38,11 @@ import onnx
 import onnxruntime as ort
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite: latency, model_cases, worker.py
 from latency import WARMUP, session
+from model_cases import build
 
-from models import build
-
-HERE = Path(__file__).resolve().parent
+BENCHMARKS = Path(__file__).resolve().parents[1]
 EXPORTERS = ("pt2onnx", "torch.onnx")
 TOP_NODES = 10
 
@@ -93,7 +92,7 @@ def export(model: str, opsets: list[int], workdir: Path, timeout: float) -> dict
         directory = workdir / label.replace(" ", "_")
         directory.mkdir()
         out = directory / f"{model}.{exporter}.json"
-        command = [sys.executable, str(HERE / "worker.py"), model, exporter, str(out), "--runs", "0"]
+        command = [sys.executable, str(BENCHMARKS / "worker.py"), model, exporter, str(out), "--runs", "0"]
         if opset is not None:
             command += ["--opset", str(opset)]
         subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
@@ -225,7 +224,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     parser.add_argument("--pt2onnx-opset", type=int, action="append", default=[], help="also pt2onnx at this opset")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per export process")
-    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--out", type=Path, default=BENCHMARKS / "results")
     args = parser.parse_args()
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     with tempfile.TemporaryDirectory() as tmp:
@@ -242,7 +241,7 @@ def main() -> None:
     )
     data.update(
         model=args.model,
-        command=" ".join(["python", "benchmarks/ort_profile.py", *sys.argv[1:]]),
+        command=" ".join(["python", "benchmarks/studies/ort_profile.py", *sys.argv[1:]]),
         started=started,
         versions={"onnxruntime": ort.__version__, "torch": torch.__version__},
         threads=args.threads,

@@ -1,6 +1,6 @@
 """What the converter-output shape check costs: its share of translation, on a 12-layer Llama.
 
-``python benchmarks/shape_check_cost.py`` exports the model twice (the first warms up) and
+``python benchmarks/studies/shape_check_cost.py`` exports the model twice (the first warms up) and
 profiles the second export; it prints the check's cumulative time beside translation's.
 """
 
