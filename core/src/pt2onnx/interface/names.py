@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ from ..registration import PytreeNode
 from .calling import bound_arguments, captured_inputs, user_input_names, user_inputs
 
 __all__ = ["IONames", "dim_names", "io_names", "key_text", "output_names", "updated_name"]
+
+#: A leaf's (or a stopping node's) key path, and its spec.
+_Path = tuple[tuple[Any, ...], pytree.TreeSpec]
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,41 @@ def _input_path(path: Sequence[Any], signature: inspect.Signature | None) -> str
     return ".".join(key_text(k) for k in path)
 
 
+def _paths(spec: pytree.TreeSpec, stop: Callable[[pytree.TreeSpec], bool] = lambda _: False) -> list[_Path]:
+    """The key path of each leaf of ``spec`` (or of each node ``stop`` says is one), in flattening order."""
+    if spec.is_leaf() or stop(spec):
+        return [((), spec)]
+    keys = _child_keys(spec)
+    return [((key, *path), leaf) for key, child in zip(keys, spec.children()) for path, leaf in _paths(child, stop)]
+
+
+def _child_keys(spec: pytree.TreeSpec) -> list[Any]:
+    """The keys of a node's children: its type's own where it was registered with them (lists,
+    dicts, named tuples, most libraries' outputs); for a type registered without
+    (``register_pytree_node`` with no ``flatten_with_keys_fn``, as diffusers registers its
+    outputs), the names in its context when it holds one per child, its dataclass fields, or
+    else the children's positions."""
+    count = spec.num_children
+    node = pytree.SUPPORTED_NODES.get(spec.type)
+    if node is not None and node.flatten_with_keys_fn is not None:
+        rebuilt = pytree.tree_unflatten(list(range(spec.num_leaves)), spec)
+        return [key for key, _ in node.flatten_with_keys_fn(rebuilt)[0]]
+    context = spec.context
+    if isinstance(context, (list, tuple)) and len(context) == count and all(isinstance(c, str) for c in context):
+        return [pytree.MappingKey(c) for c in context]
+    if isinstance(spec.type, type) and dataclasses.is_dataclass(spec.type):
+        fields = [f.name for f in dataclasses.fields(spec.type)]
+        if len(fields) == count:
+            return [pytree.GetAttrKey(f) for f in fields]
+    return [pytree.SequenceKey(i) for i in range(count)]
+
+
 def output_names(program: ExportedProgram) -> list[str]:
     """One name per flattened user output, after the structure ``forward`` returns."""
     spec = program.call_spec.out_spec
     if spec is None or (spec.num_leaves == 1 and spec.is_leaf()):
         return ["output"]
-    tree = pytree.tree_unflatten(list(range(spec.num_leaves)), spec)
-    return [_output_path(path) or "output" for path, _ in pytree.tree_flatten_with_path(tree)[0]]
+    return [_output_path(path) or "output" for path, _ in _paths(spec)]
 
 
 def updated_name(target: str) -> str:
@@ -112,16 +144,15 @@ def _leaf_names(
     root: Callable[[Sequence[Any]], str],
 ) -> list[str | None]:
     """One name per leaf of ``spec``: from its container's template, or None (the default name)."""
-    tree = pytree.tree_unflatten(list(range(spec.num_leaves)), spec)
     names: list[str | None] = []
-    for path, leaf in pytree.tree_flatten_with_path(tree, is_leaf=lambda x: type(x) in nodes)[0]:
-        node = nodes.get(type(leaf))
+    for path, sub in _paths(spec, stop=lambda s: s.type in nodes):
+        node = nodes.get(sub.type)
         if node is None:
             names.append(None)
             continue
         template = node.input_names if role == "input" else node.output_names
         where = root(path)
-        for inner, _ in pytree.tree_flatten_with_path(leaf)[0]:
+        for inner, _ in _paths(sub):
             key = ".".join(key_text(k) for k in inner)
             names.append(template.format(path=where, key=key) if template else None)
     return names
