@@ -26,6 +26,12 @@ dynamic shape among them (transformers >= 5.24 takes ``past_key_values`` so).
 
 Functions marked with ``torch.compiler.nested_compile_region`` stay ``invoke_subgraph``
 calls (torch would inline single-use regions), so they become ONNX local functions.
+
+With ``refine=True`` (``dynamic_shapes="auto"``: dims pt2onnx and its plugins' hints
+chose, not the user), a capture that fails only because the model bounds a dim (a
+position-embedding table of 128 rows) or ties dims together is retried with torch's own
+suggested fixes (ranges and constants of named dims); ``Captured.refined``
+lists them, and the report shows them.
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.export import ExportedProgram
+import torch.utils._pytree as pytree
+from torch.export import Dim, ExportedProgram
 
 from .errors import CaptureError
 from .interface.calling import keywords_as_parameters
@@ -66,6 +73,8 @@ class Captured:
     strict: bool | None
     strategy: str
     fallback_reason: str | None = None
+    #: torch's suggested fixes applied to the dynamic shapes (``refine=True``), as torch words them.
+    refined: tuple[str, ...] = ()
 
 
 class _CallableModule(torch.nn.Module):
@@ -176,6 +185,84 @@ def _capture_error(message: str, first: Exception, strict: bool, errors: list[tu
     return CaptureError(message, hint=_hint(first, strict, tried, where))
 
 
+#: How many rounds of torch's suggested fixes a capture takes (a fix can reveal the next constraint).
+_REFINE_ROUNDS = 3
+
+
+def _suggested_fixes(error: BaseException) -> list[str]:
+    """The fixes of named dims under "Suggested fixes:" of torch's constraint-violation message.
+
+    Fixes of an unnamed (``Dim.AUTO``) dim, which torch writes by its source
+    (``L['attention_mask'].size()[1] = sequence_length``), are left out: such a dim follows
+    the others by itself, and torch's refinement cannot name it.
+    """
+    text = str(error)
+    if "Constraints violated" not in text or "Suggested fixes:" not in text:
+        return []
+    fixes = []
+    for line in text.split("Suggested fixes:", 1)[1].splitlines()[1:]:
+        if not line.strip():
+            break
+        if re.match(r"^[A-Za-z_]\w* = ", line.strip()):
+            fixes.append(line.strip())
+    return fixes
+
+
+_BOUNDED = re.compile(r"^(\w+) = Dim\('(\w+)'(?:, min=(\d+))?(?:, max=(\d+))?\)$")
+_FIXED = re.compile(r"^(\w+) = (\d+)$")
+
+
+def _refined(dynamic_shapes: Any, fixes: list[str]) -> Any:
+    """``dynamic_shapes`` with torch's fixes of named dims applied: a range (``x = Dim('x', max=128)``)
+    or a constant (``x = 4``: the dim is static). None when a fix is another kind (a relation
+    between dims), which is left to the user.
+
+    torch's own ``refine_dynamic_shapes_from_suggested_fixes`` cannot take the ``Dim.AUTO``
+    hints the rest of an ``"auto"`` spec holds.
+    """
+    replaced: dict[str, Any] = {}
+    for fix in fixes:
+        if bounded := _BOUNDED.match(fix):
+            name, low, high = bounded[2], bounded[3], bounded[4]
+            bounds = {k: int(v) for k, v in (("min", low), ("max", high)) if v is not None}
+            replaced[bounded[1]] = Dim(name, **bounds)
+        elif fixed := _FIXED.match(fix):
+            replaced[fixed[1]] = None
+        else:
+            return None
+
+    def swap(leaf: Any) -> Any:
+        name = getattr(leaf, "__name__", None)
+        return replaced[name] if isinstance(name, str) and name in replaced else leaf
+
+    return pytree.tree_map(swap, dynamic_shapes)
+
+
+def _export_refining(
+    module: torch.nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    dynamic_shapes: Any,
+    strict: bool,
+    refine: bool,
+) -> tuple[ExportedProgram, tuple[str, ...]]:
+    """:func:`_export`, retried with torch's suggested fixes to ``dynamic_shapes`` when ``refine``."""
+    applied: list[str] = []
+    for _ in range(_REFINE_ROUNDS):
+        try:
+            return _export(module, args, kwargs, dynamic_shapes, strict), tuple(applied)
+        except Exception as e:
+            fixes = _suggested_fixes(e) if refine and isinstance(dynamic_shapes, (dict, tuple, list)) else []
+            if not fixes:
+                raise
+            refined = _refined(dynamic_shapes, fixes)
+            if refined is None:
+                raise
+            dynamic_shapes = refined
+            applied.extend(fixes)
+    return _export(module, args, kwargs, dynamic_shapes, strict), tuple(applied)
+
+
 def _export(
     module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool
 ) -> ExportedProgram:
@@ -238,11 +325,13 @@ def _has_vmap_markers(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
-def _captured(program: ExportedProgram, strict: bool, strategy: str, reason: str | None = None) -> Captured:
+def _captured(
+    program: ExportedProgram, strict: bool, strategy: str, reason: str | None = None, refined: tuple[str, ...] = ()
+) -> Captured:
     if _has_vmap_markers(program.graph_module):
         program = program.run_decompositions({})
         strategy += "; vmap applied by re-tracing"
-    return Captured(program, strict, strategy, reason)
+    return Captured(program, strict, strategy, reason, refined)
 
 
 def _first_lines(error: BaseException, count: int = 12) -> str:
@@ -259,11 +348,13 @@ def capture(
     strict: bool,
     fallback: bool,
     around: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    refine: bool = False,
 ) -> Captured:
     """Capture ``model`` with torch.export (or take a given ExportedProgram as is).
 
     ``around()`` is entered around every ``torch.export`` attempt, under :data:`tracing_lock`
-    (the plugins' capture patches).
+    (the plugins' capture patches). ``refine``: apply torch's suggested fixes to
+    ``dynamic_shapes`` when the model constrains a dim (see the module's docstring).
     """
     if isinstance(model, ExportedProgram):
         return Captured(model, None, "given ExportedProgram")
@@ -278,7 +369,7 @@ def capture(
         )
     kwargs = dict(kwargs or {})
     with tracing_lock, around(), keywords_as_parameters(module, kwargs):
-        return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback)
+        return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback, refine)
 
 
 def _capture_module(
@@ -288,10 +379,11 @@ def _capture_module(
     dynamic_shapes: Any,
     strict: bool,
     fallback: bool,
+    refine: bool,
 ) -> Captured:
     try:
-        program = _export(module, args, kwargs, dynamic_shapes, strict)
-        return _captured(program, strict, f"strict={strict}")
+        program, refined = _export_refining(module, args, kwargs, dynamic_shapes, strict, refine)
+        return _captured(program, strict, f"strict={strict}", refined=refined)
     except Exception as e:  # noqa: BLE001 (any capture failure may succeed in the other mode)
         first: Exception = e
     if not fallback:
@@ -307,7 +399,7 @@ def _capture_module(
             label = f"strict={mode}" + (" with the legacy scan signature routed through scan()" if legacy else "")
             try:
                 with _legacy_scan_signature() if legacy else contextlib.nullcontext():
-                    program = _export(module, args, kwargs, dynamic_shapes, mode)
+                    program, refined = _export_refining(module, args, kwargs, dynamic_shapes, mode, refine)
             except Exception as e:  # noqa: BLE001
                 errors.append((label, mode, e))
                 continue
@@ -317,7 +409,7 @@ def _capture_module(
                 CaptureFallbackWarning,
                 stacklevel=4,
             )
-            return _captured(program, mode, f"{label} (fallback: strict={strict} failed)", reason)
+            return _captured(program, mode, f"{label} (fallback: strict={strict} failed)", reason, refined)
     details = "\n".join(f"{label}:\n{_first_lines(e)}" for label, _, e in errors)
     raise _capture_error(
         f"torch.export.export failed in every mode.\n{details}", first, strict, [(m, e) for _, m, e in errors]

@@ -36,8 +36,9 @@ from .registration import Registration
 from .registry import Entry, Registry, build_registry
 from .report import Contribution, OpUsage, Report, TensorInfo, function_id, report_format
 from .result import ExportResult
+from .save import prepare_location
 from .torch_warnings import torch_internal_warnings_silenced
-from .translate import GraphTranslator, TranslatedGraph
+from .translate import GraphTranslator, TranslatedGraph, check_shapes
 from .weights import WeightPlan, Weights
 
 __all__ = ["export"]
@@ -125,7 +126,11 @@ def export(
         plugins: the highest plugin layer: modules, module names or plugin objects.
         disable: plugin names to block (as ``-p no:NAME`` on the command line).
         optimize: ``True``/``False``, a list of pass names, or ``{name: bool}``.
-        f: if given, save the model there (atomically).
+        f: if given, save the model there (atomically). Its missing parent folders are
+            made before the export starts, and a location that cannot be written (a file
+            where a folder is needed, no permission) raises :class:`~pt2onnx.errors.SaveError`
+            then, before capture, so no export's work is lost to it. (``result.save(path)``
+            makes no folders: it fails at once, with the result still in hand.)
         fallback: retry capture in the other ``strict`` mode if the asked one fails.
         decompose_all: re-trace with the decomposition table even when not needed.
         unknown_custom_ops: ``"emit"`` exports a custom op without handler as one opaque
@@ -162,6 +167,8 @@ def export(
     """
     if report is not None:
         report_format(report)  # an unknown suffix fails now, not after the export
+    if f is not None:
+        prepare_location(f)  # its folders made, or a SaveError now, not after the export
     progress = Progress.for_terminal(quiet)
     export_report = Report()
     export_report.opset = target_opset = check_opset(opset)
@@ -203,10 +210,12 @@ def export(
             strict=strict,
             fallback=fallback,
             around=preparation.around,
+            refine=dynamic_shapes == AUTO,
         )
         check_outputs(captured.program)
         prepared = preparation.applied(captured.program)
     export_report.capture, export_report.capture_fallback = captured.strategy, captured.fallback_reason
+    export_report.shapes_refined = list(captured.refined)
     export_report.preparations = [
         f"{e.winner.kind} {e.winner.op} ({e.winner.plugin} [{e.winner.layer}])" for e in prepared
     ]
@@ -235,6 +244,7 @@ def export(
         names = io_names(program, signature, preparation.templates())
         onnx_model, layout = assemble(program, translated, target_opset, names)
         plan.finish(onnx_model, program, example, keep_io_dtype=keep_io_dtype)
+        check_shapes(onnx_model, translated)
     export_report.ops = _op_usage(registry, translated, decomposed.applied)
     export_report.nodes_translated = count_nodes(onnx_model)
 

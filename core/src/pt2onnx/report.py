@@ -193,6 +193,9 @@ class Report:
     preparations: list[str] = field(default_factory=list)
     #: With ``dynamic_shapes="auto"``: per input, the dims torch kept static and why.
     static_dims: dict[str, dict[int, str]] = field(default_factory=dict)
+    #: With ``dynamic_shapes="auto"``: torch's suggested fixes applied because the model
+    #: bounds or ties dims (``sequence_length = Dim('sequence_length', max=128)``).
+    shapes_refined: list[str] = field(default_factory=list)
     retraced: bool = False
     decompose_reason: str = ""
     opset: int = 0
@@ -267,6 +270,7 @@ class Report:
             lines.append(f"  fallback because: {self.capture_fallback.splitlines()[0]}")
         for name, axes in self.static_dims.items():
             lines.extend(f"  static: {name} dim {axis}: {why}" for axis, why in axes.items())
+        lines.extend(f"  refined by the model: {fix}" for fix in self.shapes_refined)
         lines.append(f"decompose: {'re-traced' if self.retraced else 'skipped'} ({self.decompose_reason})")
         lines.append(f"opset: {self.opset}; nodes: {self.nodes_translated} translated, {self.nodes_final} final")
         lines.append("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items()))
