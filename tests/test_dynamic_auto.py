@@ -48,6 +48,7 @@ def test_a_dim_the_model_bounds_takes_its_bound():
     assert result.report.shapes_refined == ["sequence_length = Dim('sequence_length', max=16)"]
     assert "refined by the model: sequence_length = Dim('sequence_length', max=16)" in str(result.report)
     assert result.verify(torch.randn(2, 16)).ok  # the bound itself (the hint names only dim 1)
+    assert "dynamic shapes refined by the model: sequence_length" in result.report.to_markdown()
 
 
 def test_a_dim_the_model_fixes_becomes_static():

@@ -38,6 +38,7 @@ def _sections(report: Report) -> list[_Section]:
     summary.lines.append(f"capture: {report.capture}")
     if report.capture_fallback:
         summary.lines.append(f"capture fallback because: {report.capture_fallback.splitlines()[0]}")
+    summary.lines.extend(f"dynamic shapes refined by the model: {fix}" for fix in report.shapes_refined)
     summary.lines.append(f"decompose: {'re-traced' if report.retraced else 'skipped'} ({report.decompose_reason})")
     summary.lines.append(
         f"opset {report.opset}; ONNX nodes: {report.nodes_translated} translated, {report.nodes_final} after optimization"
