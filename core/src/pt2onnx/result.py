@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -20,7 +21,8 @@ from torch.export.graph_signature import OutputKind
 
 from .assemble import OutputLayout
 from .errors import VerificationError, WeightsError
-from .interface.calling import copy_inputs, user_inputs
+from .interface.calling import copy_inputs, user_input_names, user_inputs
+from .interface.matching import match_inputs
 from .progress import Progress
 from .provenance import METADATA_KEYS, ModuleInfo, find_node, module_of_state
 from .report import Report
@@ -75,6 +77,9 @@ class ExportResult:
         report_file: where the report is written (``export(report=...)``), or ``None``;
             ``save()`` and ``verify()`` rewrite it.
         dtype: the floating dtype the model was converted to (``dtype=`` of the export), or None.
+        input_aliases: other names ``run`` and ``verify`` take a keyword input by (given name ->
+            the name it was captured by); a pack's export function sets them, e.g.
+            pt2onnx-transformers' ``export_causal_lm`` takes the cache as ``cache`` or ``past_key_values``.
     """
 
     def __init__(
@@ -96,7 +101,9 @@ class ExportResult:
         self.report = report
         self.report_file = report_file
         self.dtype = dtype
+        self.input_aliases: dict[str, str] = {}
         self._eager = eager
+        self._matching: dict[str, Any] | None = None
         self._session: ort.InferenceSession | None = None
         self._progress = progress or Progress(enabled=False)
         self._quiet = quiet  # export(quiet=True) silences save()'s progress bar too
@@ -179,13 +186,32 @@ class ExportResult:
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Run the model in onnxruntime, called like the PyTorch module, returning what it returns.
 
+        Inputs are matched to the captured ones by the forward's parameter names, given by
+        position or by keyword; inputs the program took as constants (``use_cache=True``)
+        may be left out; an input of several tensors (a cache) may be given as its tensors,
+        each by its ONNX input name. A missing, extra or differently structured input is a
+        one-line :class:`~pt2onnx.errors.VerificationError` naming it and what the model
+        takes (:func:`pt2onnx.interface.matching.match_inputs`).
+
         Inputs the model mutates in place are updated in place here too.
         """
         return self._run(args, kwargs)[0]
 
+    def _matches(self) -> dict[str, Any]:
+        """What matches given inputs to the captured ones: the forward's signature, aliases, ONNX input names."""
+        if self._matching is None:
+            try:
+                signature = inspect.signature(self._eager.forward) if self._eager is not None else None
+            except (TypeError, ValueError):  # a forward without a readable signature: the program's names
+                signature = None
+            renamed = self.layout.inputs
+            names = [renamed.get(name, name) for name in user_input_names(self.program)]
+            self._matching = {"signature": signature, "names": names}
+        return {**self._matching, "aliases": self.input_aliases}
+
     def _run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, ort.OrtValue]]:
         """What :meth:`run` returns, and the ``<target>.updated`` outputs by ONNX output name."""
-        inputs = user_inputs(self.program, args, kwargs)
+        inputs = user_inputs(self.program, args, kwargs, **self._matches())
         onnx_inputs = set(self.input_names)
         renamed = self.layout.inputs
         feeds = {
@@ -224,6 +250,9 @@ class ExportResult:
     ) -> Verification:
         """Run eager PyTorch and onnxruntime on the same inputs and compare every output.
 
+        Takes the inputs as :meth:`run` does; both sides are called with them laid out as
+        captured (constants left out filled in, keywords by their captured names).
+
         Returns a :class:`~pt2onnx.runtime.Verification` (per output: max abs/rel
         difference, shape/dtype/NaN agreement). Each output is compared by its own dtype:
         integers and bools exactly, floats within their dtype's tolerance
@@ -240,6 +269,7 @@ class ExportResult:
         weights. A model exported with ``dtype=`` is compared with eager in that dtype:
         a converted copy of the model, called with its floating inputs converted.
         """
+        args, kwargs = match_inputs(self.program, args, kwargs, **self._matches())
         eager = _eager if _eager is not None else self._eager if self._eager is not None else self.program.module()
         empty = [name for name, t in [*eager.named_parameters(), *eager.named_buffers()] if t.is_meta]
         if empty:

@@ -19,10 +19,10 @@ from __future__ import annotations
 from pt2onnx.plugin import CustomOpRegistrar, PreparationRegistrar, hookimpl
 
 from . import moe
-from .generation import greedy_decode
+from .generation import empty_cache, greedy_decode
 from .inputs import cache_argument, causal_lm_inputs, export_causal_lm
 
-__all__ = ["cache_argument", "causal_lm_inputs", "export_causal_lm", "greedy_decode"]
+__all__ = ["cache_argument", "causal_lm_inputs", "empty_cache", "export_causal_lm", "greedy_decode"]
 
 
 @hookimpl

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
+import torch.utils._pytree as pytree
 
 import pt2onnx
 
-__all__ = ["empty_past", "greedy_decode"]
+__all__ = ["empty_cache", "empty_past", "greedy_decode"]
 
 PAST_PREFIX = "past_key_values."
 PRESENT_PREFIX = "present."
@@ -29,6 +32,26 @@ def empty_past(result: pt2onnx.ExportResult, batch: int) -> dict[str, np.ndarray
         dtype = value.dtype.numpy() if value.dtype is not None else np.dtype(np.float32)
         past[name] = np.zeros(shape, dtype=dtype)
     return past
+
+
+def empty_cache(result: pt2onnx.ExportResult, batch: int) -> Any:
+    """The cache argument of the prompt step in Python: the exported cache's type and layers, every tensor
+    of length 0 (:func:`empty_past` as torch tensors), for ``result.run``/``result.verify``.
+
+    ``result`` is an export of a causal LM with its cache (:func:`pt2onnx_transformers.export_causal_lm`).
+    """
+    spec = result.program.call_spec.in_spec
+    keywords = list(spec.child(1).context) if spec is not None else []
+    names = [name for name in ("cache", "past_key_values") if name in keywords]
+    if spec is None or not names:
+        raise ValueError("the exported model takes no cache argument (export it with export_causal_lm)")
+    cache = spec.child(1).child(keywords.index(names[0]))
+    past = [torch.from_numpy(tensor) for tensor in empty_past(result, batch).values()]
+    if len(past) != cache.num_leaves:
+        raise ValueError(
+            f"the cache holds {cache.num_leaves} tensors, but the model takes {len(past)} past_key_values.*"
+        )
+    return pytree.tree_unflatten(past, cache)
 
 
 def greedy_decode(result: pt2onnx.ExportResult, input_ids: torch.Tensor, max_new_tokens: int) -> torch.Tensor:

@@ -157,6 +157,13 @@ def export_causal_lm(
     past_sequence_length, head_dim); outputs ``logits`` and ``present.{i}.key``/``.value``.
     Feed an empty past (length 0) for the prompt and each step's ``present`` back as the
     next step's past. ``export_options`` go to :func:`pt2onnx.export`.
+
+    In Python the result is called as the model is: ``result.run(input_ids=...,
+    attention_mask=..., cache=...)`` (``use_cache=True``, a constant of the graph, may be
+    left out; the cache under either of its names, ``cache`` or ``past_key_values``, as a
+    transformers cache of the exported structure or as its tensors by their ONNX names;
+    :func:`~pt2onnx_transformers.generation.empty_cache` is the prompt's) returns what the
+    model returns: the logits and the cache holding ``present``.
     """
     if not is_transformers_model(model):
         raise TypeError(f"export_causal_lm takes a transformers PreTrainedModel, got {type(model).__name__}")
@@ -164,4 +171,8 @@ def export_causal_lm(
         model.eval(), batch=batch, sequence_length=sequence_length, past_sequence_length=past_sequence_length
     )
     export_options.setdefault("dynamic_shapes", "auto")
-    return pt2onnx.export(model, (), {**inputs, "use_cache": True}, **export_options)
+    result = pt2onnx.export(model, (), {**inputs, "use_cache": True}, **export_options)
+    # run() and verify() take the cache by either name, whatever this transformers calls it
+    # (5.24 renamed past_key_values to cache and still takes the old keyword).
+    result.input_aliases.update(past_key_values="cache", cache="past_key_values")
+    return result

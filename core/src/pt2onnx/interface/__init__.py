@@ -5,6 +5,8 @@ deriving names or flattening inputs itself:
 
 * :mod:`~pt2onnx.interface.calling`: example arguments, the forward signature (keywords a
   ``**kwargs`` parameter catches included), the user inputs flattened as captured;
+* :mod:`~pt2onnx.interface.matching`: the inputs a caller of ``run``/``verify`` gives,
+  laid out as captured (by name, constants left out), or one line on what is missing;
 * :mod:`~pt2onnx.interface.shapes`: ``dynamic_shapes`` (``"auto"``, dims told by further
   examples, named axes) and which dims stayed static;
 * :mod:`~pt2onnx.interface.names`: the ONNX names of inputs, outputs, updates and dims;

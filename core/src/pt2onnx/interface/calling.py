@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -17,7 +17,8 @@ import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
-from ..errors import CaptureError, VerificationError
+from ..errors import CaptureError
+from .matching import check_constants, match_inputs, ordered_keywords
 
 __all__ = [
     "bound_arguments",
@@ -131,21 +132,29 @@ def _output_args(program: ExportedProgram) -> list[Any]:
     return [a for a in pytree.tree_leaves(output.args[0]) if isinstance(a, torch.fx.Node)]
 
 
-def flatten_inputs(program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> list[Any]:
-    """Flatten ``(args, kwargs)`` exactly as the captured program's input spec does."""
+def flatten_inputs(
+    program: ExportedProgram,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None,
+    *,
+    signature: inspect.Signature | None = None,
+    aliases: Mapping[str, str] | None = None,
+    names: Sequence[str] | None = None,
+) -> list[Any]:
+    """Flatten ``(args, kwargs)`` exactly as the captured program's input spec does.
+
+    Inputs of another structure are first laid out as captured by :func:`~pt2onnx.interface.matching.match_inputs`
+    (which ``signature``, ``aliases`` and ``names`` help); inputs of the captured structure
+    are flattened as they are. Either way, an input the program took as a constant must
+    equal its captured value.
+    """
     spec = program.call_spec.in_spec
-    kwargs = dict(kwargs or {})
-    if spec is not None and spec.num_children == 2 and spec.child(1).context is not None:
-        order = list(spec.child(1).context)
-        if set(order) == set(kwargs):
-            kwargs = {k: kwargs[k] for k in order}
+    kwargs = ordered_keywords(spec, dict(kwargs or {}))
     leaves, got = pytree.tree_flatten((tuple(args), kwargs))
     if spec is not None and got != spec:
-        raise VerificationError(
-            "inputs do not have the structure the model was exported with:\n"
-            f"  exported with: {spec}\n  given:         {got}",
-            hint="call with the same argument structure (positional vs keyword, nesting) as at export",
-        )
+        args, kwargs = match_inputs(program, tuple(args), kwargs, signature=signature, aliases=aliases, names=names)
+        return pytree.tree_leaves((args, kwargs))
+    check_constants(program, leaves)
     return leaves
 
 
@@ -168,9 +177,14 @@ def user_input_names(program: ExportedProgram) -> list[str]:
     return [spec.arg.name for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
 
 
-def user_inputs(program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> dict[str, Any]:
-    """``(args, kwargs)`` as the program's user inputs: each value by its placeholder name, in order."""
-    return dict(zip(user_input_names(program), flatten_inputs(program, args, kwargs)))
+def user_inputs(
+    program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any] | None, **matching: Any
+) -> dict[str, Any]:
+    """``(args, kwargs)`` as the program's user inputs: each value by its placeholder name, in order.
+
+    ``matching``: :func:`flatten_inputs`' ``signature``, ``aliases`` and ``names``.
+    """
+    return dict(zip(user_input_names(program), flatten_inputs(program, args, kwargs, **matching)))
 
 
 def captured_inputs(program: ExportedProgram) -> dict[str, Any]:
