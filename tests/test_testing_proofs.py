@@ -219,3 +219,35 @@ def test_the_same_converters_are_proven_by_tests_that_can_tell(session):
     )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(["*every registration of plugin 'mypack' is proven by a passing test*"])
+
+
+def test_an_unknown_plugin_to_prove_is_a_usage_error_naming_the_plugins_that_exist(pytester: pytest.Pytester):
+    """``--pt2onnx-prove nosuchpack`` stops before any test runs, with one message, not a traceback."""
+    pytester.makepyfile(
+        test_pack="""
+        from pathlib import Path
+
+        def test_runs():
+            Path("ran").write_text("yes")
+        """
+    )
+    result = pytester.runpytest_subprocess("--pt2onnx-prove", "nosuchpack", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    errors = result.stderr.str()
+    assert "--pt2onnx-prove nosuchpack: 'nosuchpack' is no pt2onnx plugin and no importable module" in errors
+    assert "aten (pt2onnx-aten)" in errors and "hops (pt2onnx-hops)" in errors
+    assert "Traceback" not in errors and "ModuleNotFoundError" not in errors
+    assert len(errors.strip().splitlines()) <= 3, errors
+    assert not (pytester.path / "ran").exists(), "no test may run before the name is checked"
+
+
+def test_a_plugin_to_prove_that_fails_to_import_keeps_its_own_error(pytester: pytest.Pytester, monkeypatch):
+    """A module that exists but imports something missing is not 'unknown': its own error shows."""
+    pytester.makepyfile(
+        brokenpack="import a_library_that_is_not_installed\n", test_pack="def test_nothing():\n    pass\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    result = pytester.runpytest_subprocess("--pt2onnx-prove", "brokenpack", "-p", "no:cacheprovider")
+    assert result.ret != pytest.ExitCode.OK
+    output = result.stdout.str() + result.stderr.str()
+    assert "a_library_that_is_not_installed" in output and "is no pt2onnx plugin" not in output

@@ -51,7 +51,7 @@ import onnx_ir as ir
 from .errors import OptionError, SaveError, WeightsError
 from .weights import unreadable_weights
 
-__all__ = ["PROTOBUF_LIMIT", "save_model"]
+__all__ = ["PROTOBUF_LIMIT", "prepare_location", "save_model"]
 
 #: Protobuf cannot serialize messages of 2 GB or more.
 PROTOBUF_LIMIT = 2**31 - 1
@@ -174,6 +174,41 @@ def save_model(
                 stacklevel=3,
             )
     return [*data_files, target]
+
+
+def prepare_location(path: str | os.PathLike[str]) -> Path:
+    """Make ``path``'s missing parent folders and check that a model can be written there.
+
+    For ``export(..., f=path)``, before the export starts: a location that cannot take the
+    model fails now instead of after the whole export. A staging file is created and removed
+    beside the target, as :func:`save_model` will create one; folders made here stay if the
+    export fails later.
+
+    Raises:
+        SaveError: the path is a directory; a file stands where a folder is needed; or
+            the file system refused to make a folder or a file there (no permission, a
+            read-only file system), with the path and the reason.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise SaveError(f"cannot save to {target}: it is a directory", hint="give a file path such as model.onnx")
+    directory = target.parent
+    blocking = next((p for p in [directory, *directory.parents] if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise SaveError(
+            f"cannot save to {target}: {blocking} is a file, not a folder",
+            hint=f"save elsewhere, or move {blocking} out of the way",
+        )
+    probe = directory / f".{target.name}.{secrets.token_hex(8)}.tmp"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.unlink(probe)
+    except OSError as e:
+        raise SaveError(
+            f"cannot save to {target}: {type(e).__name__}: {e}", hint=_hint(e, directory) or "save somewhere else"
+        ) from e
+    return target
 
 
 def _data_name(target: Path, external_data: bool | str, token: str) -> str:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import itertools
 import operator
+import re
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import onnx
 import onnx_ir as ir
 import onnxscript
 import torch
@@ -40,12 +42,14 @@ from .provenance import METADATA_KEYS, location_of, metadata_props
 from .registration import Registration
 from .registry import Entry, Registry
 
-__all__ = ["GraphTranslator", "TranslatedGraph", "UnknownCustomOpWarning"]
+__all__ = ["GraphTranslator", "TranslatedGraph", "UnknownCustomOpWarning", "check_shapes"]
 
 # Namespaces of ops torch itself defines; any other namespace is a user's custom op.
 _TORCH_NAMESPACES = frozenset(
     {"aten", "prims", "higher_order", "operator", "torch", "math", "builtins", "_operator", "quantized_decomposed"}
 )
+# A symbolic dim that is one symbol (``batch``, ``s77``), not an expression (``2*seq``).
+_SYMBOL = re.compile(r"[A-Za-z_]\w*")
 
 
 class UnknownCustomOpWarning(UserWarning):
@@ -66,6 +70,12 @@ class TranslatedGraph:
     entries: dict[str, Entry] = field(default_factory=dict)
     #: Per (op, plugin that converted), the plugins whose converters declined those nodes first.
     declined: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: Per FX node (qualified as in the ``pt2onnx.fx_node`` metadata): the node, its converter and plugin.
+    converted: dict[str, tuple[torch.fx.Node, Callable[..., Any], str]] = field(default_factory=dict)
+    #: The converters' outputs typed from torch's metadata, each with its FX node's qualified name.
+    torch_typed: dict[ir.Value, str] = field(default_factory=dict)
+    #: The graph inputs' symbolic dims that are one symbol each (``batch``, ``s77``).
+    input_symbols: frozenset[str] = frozenset()
 
 
 def _is_custom(name: str) -> bool:
@@ -99,6 +109,10 @@ class GraphTranslator:
         self.usage: Counter[tuple[str, str]] = Counter()
         self.entries: dict[str, Entry] = {}
         self.declined: dict[tuple[str, str], set[str]] = {}
+        self.converted: dict[str, tuple[torch.fx.Node, Callable[..., Any], str]] = {}
+        self.torch_typed: dict[ir.Value, str] = {}
+        # The graph inputs' symbolic dims that are one symbol each (``batch``, ``s77``).
+        self._input_symbols: frozenset[str] = frozenset()
         self._prefix = ""
         # Higher-order-op nodes being lowered, outermost first (provenance of body nodes).
         self._enclosing: list[torch.fx.Node] = []
@@ -171,6 +185,12 @@ class GraphTranslator:
                 env[node] = value
                 graph.inputs.append(value)
             placeholders[node.name] = env[node]
+        self._input_symbols = frozenset(
+            d.value
+            for value in graph.inputs
+            for d in value.shape or ()
+            if isinstance(d, ir.SymbolicDim) and d.value is not None and _SYMBOL.fullmatch(d.value)
+        )
         outputs = self._walk(op, gm.graph, env, on_node)
         return TranslatedGraph(
             graph,
@@ -182,6 +202,9 @@ class GraphTranslator:
             self.usage,
             self.entries,
             self.declined,
+            self.converted,
+            self.torch_typed,
+            self._input_symbols,
         )
 
     # -- bodies of higher-order ops ---------------------------------------------------
@@ -314,11 +337,19 @@ class GraphTranslator:
                 _drop_emitted(graph, nodes_before, initializers_before)
                 declined.append((plugin, e.reason))
                 continue
-            new_nodes = _stamp(graph, len(graph) - nodes_before, self._props(node))
+            props = self._props(node)
+            _check_emitted(graph, len(graph) - nodes_before, fn, plugin, node)
+            new_nodes = _stamp(graph, len(graph) - nodes_before, props)
+            fx_name = props[METADATA_KEYS["node"]]
+            self.converted[fx_name] = (node, fn, plugin)
             self.usage[(op_name(node.target), plugin)] += 1
             if declined:
                 self.declined.setdefault((op_name(node.target), plugin), set()).update(p for p, _ in declined)
-            return self._bind_outputs(node, result, new_nodes, fn, plugin)
+            bound = self._bind_outputs(node, result, new_nodes, fn, plugin)
+            for value in _flatten(bound):
+                if isinstance(value, ir.Value) and value.producer() in new_nodes:
+                    self.torch_typed[value] = fx_name
+            return bound
         reasons = "; ".join(f"{plugin}: {reason}" for plugin, reason in declined)
         raise ConversionError(
             f"every converter of {op_name(node.target)} declined this node ({reasons})",
@@ -350,6 +381,8 @@ class GraphTranslator:
                 e.at(location_of(node))
             raise
         except Exception as e:
+            if e.__traceback__ is not None:  # shown from the converter's frame on, not from this call
+                e.__traceback__ = e.__traceback__.tb_next
             raise ConversionError(
                 f"converter {function_id(fn)} from plugin {plugin!r} failed: {type(e).__name__}: {e}",
                 location=location_of(node),
@@ -399,7 +432,7 @@ class GraphTranslator:
         if result.shape is not None:
             if result.shape.rank() != len(shape):
                 raise self._mismatch(node, fn, plugin, f"rank {len(shape)}", f"rank {result.shape.rank()}")
-            if not _static_dims_agree(result.shape, shape):
+            if not _dims_agree(result.shape, shape, self._input_symbols):
                 raise self._mismatch(node, fn, plugin, f"shape {_text(shape)}", f"shape {_text(result.shape)}")
         if result.producer() in new_nodes:
             result.name = f"{self._prefix}{name}"
@@ -441,6 +474,126 @@ class GraphTranslator:
             seen.add(out)
             result.append(out)
         return result
+
+
+def check_shapes(model: ir.Model, translated: TranslatedGraph) -> None:
+    """Check the translated model with ONNX's shape inference, strict and with data propagation.
+
+    Each converter's outputs were checked against torch's dtype, rank and sizes where its
+    own nodes' inference knew them, and then typed from torch. Inference over the whole
+    model, from the graph inputs on, checks what that cannot: a shape a converter computes
+    at run time (``Reshape`` to a ``Concat`` of ``Shape`` slices) against the sizes torch
+    recorded (as :func:`_dims_agree` compares them), the nodes inside subgraphs and local
+    functions, and the nodes no converter made. A disagreement or a node ONNX rejects stops
+    the export with a :class:`ConversionError` naming the converter that emitted it, its
+    plugin, the FX node and the user's line. The weights take no part (typed inputs stand in
+    for them): a checkpoint is not read, and the check costs the same whatever their size.
+    """
+    proto = _for_inference(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
+    except onnx.shape_inference.InferenceError:
+        # Data propagation also computes int tensors that are not shapes (position ids) and
+        # some ops' propagation rejects them ("Invalid rank for Mul broadcasting" on a
+        # broadcast that is right): a node counts as rejected only without it.
+        try:
+            inferred = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+        except onnx.shape_inference.InferenceError as e:
+            raise _rejected(model, translated, str(e)) from None
+    found = {v.name: v.type for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    for value, fx_name in translated.torch_typed.items():
+        producer = value.producer()
+        if producer is None or producer.graph is not model.graph:
+            continue  # names are unique within a graph only: the value_info found is the main graph's
+        type_proto = found.get(value.name or "")
+        if type_proto is None or not type_proto.HasField("tensor_type") or not isinstance(value.type, ir.TensorType):
+            continue
+        expected = f"dtype {value.dtype.name}" if value.dtype is not None else "?"
+        got_dtype = type_proto.tensor_type.elem_type
+        if value.dtype is not None and got_dtype and got_dtype != value.dtype.value:
+            raise _disagreement(translated, fx_name, expected, f"dtype {ir.DataType(got_dtype).name}")
+        if value.shape is None or not type_proto.tensor_type.HasField("shape"):
+            continue
+        got = ir.Shape([_dim(d) for d in type_proto.tensor_type.shape.dim])
+        if got.rank() != value.shape.rank():
+            raise _disagreement(translated, fx_name, f"rank {value.shape.rank()}", f"rank {got.rank()}")
+        if not _dims_agree(got, value.shape, translated.input_symbols, expressions=False):
+            raise _disagreement(translated, fx_name, f"shape {_text(value.shape)}", f"shape {_text(got)}")
+
+
+def _dim(d: onnx.TensorShapeProto.Dimension) -> int | str | None:
+    """An inferred dim: a size, a symbol, or None (unknown, which ONNX names ``unk__N``)."""
+    if d.HasField("dim_value"):
+        return d.dim_value
+    return None if not d.dim_param or d.dim_param.startswith("unk__") else d.dim_param
+
+
+def _for_inference(model: ir.Model) -> onnx.ModelProto:
+    """``model`` as a proto for inference from its inputs on: the weights typed graph inputs
+    holding no values, and no shape declared for the main graph's values and outputs."""
+    graph = model.graph
+    weights = list(graph.initializers.values())
+    graph.initializers.clear()
+    try:
+        proto = ir.serde.serialize_model(model)
+    finally:
+        for value in weights:
+            graph.register_initializer(value)
+    inputs = set(graph.inputs)
+    proto.graph.input.extend(ir.serde.serialize_value(v) for v in weights if v not in inputs)
+    del proto.graph.value_info[:]
+    for output in proto.graph.output:
+        if output.type.HasField("tensor_type"):
+            output.type.tensor_type.ClearField("shape")
+    return proto
+
+
+def _disagreement(translated: TranslatedGraph, fx_name: str, expected: str, got: str) -> ConversionError:
+    fx_node, fn, plugin = translated.converted[fx_name]
+    return ConversionError(
+        f"converter {function_id(fn)} from plugin {plugin!r} returned {got} where torch says {expected} "
+        "(found by ONNX shape inference over the whole model)",
+        location=location_of(fx_node),
+        hint=f"this is a bug in plugin {plugin!r}: the exported model would be wrong, so export stops",
+    )
+
+
+# One node's error in the message of onnx's InferenceError.
+_NODE_ERROR = re.compile(r"\(op_type:(?P<op_type>[^,]*), node name: (?P<name>[^)]*)\): (?P<error>[^\n]*)")
+
+
+def _rejected(model: ir.Model, translated: TranslatedGraph, message: str) -> ConversionError:
+    """The error for ONNX's inference rejecting the model: the first node it names, and who emitted it."""
+    match = _NODE_ERROR.search(message)
+    if match is None:
+        return ConversionError(
+            f"ONNX shape inference rejects the translated model: {message.strip()}",
+            hint="this is a bug in pt2onnx or a plugin: please report it with the model",
+        )
+    name = match["name"]
+    node = next((n for n in _all_nodes(model) if name and n.name == name), None)
+    fx_name = node.metadata_props.get(METADATA_KEYS["node"]) if node is not None else None
+    converted = translated.converted.get(fx_name) if fx_name is not None else None
+    what = f"a {match['op_type']} node" + (f" (inputs {_inputs_text(node)})" if node is not None else f" {name!r}")
+    if converted is None:
+        return ConversionError(
+            f"ONNX shape inference rejects {what} of the translated model: {match['error'].strip()}",
+            hint="this is a bug in pt2onnx or a plugin: please report it with the model",
+        )
+    fx_node, fn, plugin = converted
+    return ConversionError(
+        f"converter {function_id(fn)} from plugin {plugin!r} emitted {what} that ONNX shape inference rejects: "
+        f"{match['error'].strip()}",
+        location=location_of(fx_node),
+        hint=f"this is a bug in plugin {plugin!r}: the exported model would not load or would disagree with torch "
+        "on shapes, so export stops",
+    )
+
+
+def _all_nodes(model: ir.Model) -> Any:
+    yield from model.graph.all_nodes()
+    for function in model.functions.values():
+        yield from function.all_nodes()
 
 
 def _is_complex(value: Any) -> bool:
@@ -509,18 +662,73 @@ def _stamp(graph: ir.Graph, count: int, props: dict[str, str]) -> set[ir.Node]:
     return nodes
 
 
-def _static_dims_agree(got: ir.Shape, expected: ir.Shape) -> bool:
-    """Whether every static dim the converter's output declares is the one torch recorded.
+def _dims_agree(got: ir.Shape, expected: ir.Shape, input_symbols: frozenset[str], *, expressions: bool = True) -> bool:
+    """Whether every dim the converter's output declares is the one torch recorded.
 
     A static size where torch has a symbolic one is a disagreement too: the model would
-    be right only for the example's sizes. A symbolic (or unknown) dim the converter
-    left is no claim, so it agrees with anything.
+    be right only for the example's sizes (with ``expressions=False``, only where torch
+    has an input's own symbol: an expression such as ``(x_dim0*x_dim1)//2`` may be one
+    size under torch's guards). So is an input's own symbolic dim (``batch``, from
+    ``input_symbols``) where torch has a static size or another input's symbol: torch
+    merges two input dims it knows equal into one symbol, so two symbols are two sizes. An
+    expression (``2*seq``), a name the converter made up, or an unknown dim is no claim,
+    so it agrees with anything; and so is any symbolic dim where torch has an expression.
     """
-    return all(not isinstance(g, int) or g == e for g, e in zip(got, expected))
+    for g, e in zip(got, expected):
+        if isinstance(g, int):
+            if g != e and (expressions or isinstance(e, int) or e.value in input_symbols):
+                return False
+        elif g.value in input_symbols and (isinstance(e, int) or (e.value in input_symbols and e.value != g.value)):
+            return False
+    return True
+
+
+#: The metadata onnxscript's builder puts on a node whose ONNX shape inference failed as it was added.
+_INFERENCE_ERROR = "pkg.onnxscript.shape_inference_error"
+#: How ONNX's inference reports a node it rejects (other failures: no schema, a custom domain, ...).
+_REJECTED = re.compile(r"^\[(Shape|Type)InferenceError\]")
+
+
+def _check_emitted(graph: ir.Graph, count: int, fn: Callable[..., Any], plugin: str, fx_node: torch.fx.Node) -> None:
+    """Stop on a node of the last ``count`` of ``graph`` that ONNX's shape inference rejected.
+
+    onnxscript's builder infers each node's outputs as the converter adds it and, where ONNX
+    rejects the node (``Concat`` of 0-d tensors: "axis must be in [-rank, rank-1]"), only
+    notes it on the node and leaves its outputs' shapes unknown, so the rank check after
+    the converter cannot see it: the model would fail to load in onnxruntime, naming a
+    node instead of the converter. Nodes of standard ONNX domains only (other domains have
+    no schema ONNX knows), and none holding a subgraph (checked with the whole model).
+    """
+    for n in itertools.islice(reversed(graph), count):
+        error = n.metadata_props.pop(_INFERENCE_ERROR, None)
+        if error is None or n.domain not in ("", "ai.onnx") or not _REJECTED.match(error):
+            continue
+        if any(a.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS) for a in n.attributes.values()):
+            continue
+        raise ConversionError(
+            f"converter {function_id(fn)} from plugin {plugin!r} emitted a {n.op_type} node that ONNX rejects "
+            f"(inputs {_inputs_text(n)}): {error.strip()}",
+            location=location_of(fx_node),
+            hint=f"this is a bug in plugin {plugin!r}: the exported model would not load, so export stops",
+        )
+
+
+def _inputs_text(node: ir.Node) -> str:
+    """``FLOAT[], INT64[2]``: the dtype and shape of each input of ``node``."""
+    parts = []
+    for v in node.inputs:
+        if v is None:
+            parts.append("None")
+            continue
+        dtype = v.dtype.name if v.dtype is not None else "?"
+        parts.append(dtype + (_text(v.shape) if v.shape is not None else "[?]"))
+    return ", ".join(parts)
 
 
 def _text(shape: ir.Shape) -> str:
-    return "[" + ", ".join(str(d) if isinstance(d, int) else str(d.value) for d in shape) + "]"
+    return (
+        "[" + ", ".join(str(d) if isinstance(d, int) else "?" if d.value is None else str(d.value) for d in shape) + "]"
+    )
 
 
 def _resolve(arg: Any, env: dict[torch.fx.Node, Any]) -> Any:

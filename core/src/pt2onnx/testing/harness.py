@@ -31,7 +31,7 @@ import onnx
 import torch
 import torch.utils._pytree as pytree
 
-from ..errors import UnsupportedArgumentError
+from ..errors import Pt2OnnxError, UnsupportedArgumentError
 from ..export import export
 from ..interface.calling import captured_inputs, copy_inputs, flatten_inputs, normalize_args
 from ..opnames import normalize_op_name
@@ -106,8 +106,15 @@ def assert_exports_like_eager(
     the ``tolerance=`` the registration declares. The witness never fails the test: it
     only decides what the test proves.
 
+    A failure says what differs (the comparison table), on which inputs, and which plugins
+    converted the ops; an export that fails raises its own error (which names the plugin,
+    the op, the FX node and the test's line). pytest's traceback stops at the test's call:
+    the harness's and the exporter's frames are hidden (``--full-trace`` shows the
+    harness's).
+
     Returns the export result.
     """
+    __tracebackhide__ = True
     args, kwargs = normalize_args(args), dict(kwargs or {})
     checks: list[Inputs] = [(args, kwargs), *((normalize_args(a), dict(k or {})) for a, k in other_inputs)]
     if "dynamic_shapes" not in export_options:
@@ -117,15 +124,17 @@ def assert_exports_like_eager(
             export_options["dynamic_shapes"] = "auto"
     if isinstance(model, torch.nn.Module):
         model = model.eval()
-    result = export(model, args, kwargs, opset=opset, **export_options)
+    result = _export(model, args, kwargs, opset=opset, **export_options)
     _check_expected_ops(result, expect_ops)
     if check_model:
         onnx.checker.check_model(result.model_proto, full_check=True)
     unchecked = ""
+    made = None
     if export_options.get("dynamic_shapes") == "auto":
         found = find_other_sizes(result, args, kwargs)
         if found.inputs is not None:
-            checks.append(found.inputs)
+            made = found.inputs
+            checks.append(made)
         elif found.eager_refused:
             raise AssertionError(
                 "the dynamic check could not run: no other size of the symbolic dims "
@@ -144,11 +153,27 @@ def assert_exports_like_eager(
             unchecked = f"the dynamic check did not run: {found.attempts[0]}"
     differs = "ONNX model differs from eager PyTorch" + (f" ({unchecked})" if unchecked else "")
     witness = witness_inputs(*checks[0], seed=_digest(model, checks[:1]))
-    looseness = _looseness(_verify(result, checks, atol, rtol, differs))
+    looseness = _looseness(_verify(result, checks, atol, rtol, differs, made=made))
     record(result.report.contributions, looseness=looseness, refuted=_refuted(result, checks[0], witness, atol, rtol))
     if opset is None and _oldest_opset_due(model, checks):
-        _check_oldest_opset(model, result, checks, witness, atol, rtol, check_model, export_options)
+        _check_oldest_opset(model, result, checks, witness, atol, rtol, check_model, export_options, made)
     return result
+
+
+def _export(model: Any, args: Any, kwargs: dict[str, Any], **options: Any) -> ExportResult:
+    """:func:`pt2onnx.export`, whose own errors are raised from here: their messages name the
+    plugin, the op, the FX node and the user's line, so the exporter's frames would only
+    bury them (a converter's exception stays chained, from the converter's frame on)."""
+    __tracebackhide__ = True
+    try:
+        return export(model, args, kwargs, **options)
+    except Pt2OnnxError as e:
+        raise _bare(e) from e.__cause__
+
+
+def _bare(error: BaseException) -> BaseException:
+    """``error`` without the frames it was raised through, if it is pt2onnx's own."""
+    return error.with_traceback(None) if isinstance(error, Pt2OnnxError) else error
 
 
 def oldest_opset(result: ExportResult, registrations: Iterable[Registration]) -> tuple[int, list[str]]:
@@ -204,8 +229,10 @@ def _check_oldest_opset(
     rtol: float | None,
     check_model: bool,
     export_options: dict[str, Any],
+    made: Inputs | None = None,
 ) -> None:
     """Translate the captured program again at :func:`oldest_opset` and verify it on the same inputs."""
+    __tracebackhide__ = True
     registry = session_registry(export_options.get("plugins"), export_options.get("disable", ()))
     oldest, pinned = oldest_opset(result, registry.registrations)
     default = result.report.opset
@@ -219,7 +246,7 @@ def _check_oldest_opset(
     try:
         while True:
             try:
-                older = export(source, checks[0][0], checks[0][1], opset=oldest, **options)
+                older = _export(source, checks[0][0], checks[0][1], opset=oldest, **options)
                 break
             except UnsupportedArgumentError as e:
                 # An argument its converter declares newer than the converter (op.unsupported(since=)):
@@ -234,7 +261,9 @@ def _check_oldest_opset(
         raise AssertionError(f"export failed {failed}: {type(e).__name__}: {e}") from e
     try:
         # Compared with the model itself, not with the program it was captured as.
-        checked = _verify(older, checks, atol, rtol, f"ONNX model differs from eager PyTorch {failed}", result._eager)
+        checked = _verify(
+            older, checks, atol, rtol, f"ONNX model differs from eager PyTorch {failed}", result._eager, made
+        )
     except AssertionError:
         raise
     except Exception as e:  # e.g. onnxruntime has no kernel for a node at this opset
@@ -261,14 +290,53 @@ def _verify(
     rtol: float | None,
     what: str,
     eager: torch.nn.Module | None = None,
+    made: Inputs | None = None,
 ) -> list[Verification]:
+    """Verify ``result`` on each of ``checks`` (``made``: the one the harness made itself)."""
+    __tracebackhide__ = True
     verified = []
-    for call_args, call_kwargs in checks:
-        check = result.verify(*call_args, _atol=atol, _rtol=rtol, _eager=eager, **call_kwargs)
+    for index, (call_args, call_kwargs) in enumerate(checks):
+        which = "the test's example" if index == 0 else f"other_inputs[{index - 1}]"
+        if made is not None and (call_args, call_kwargs) is made:
+            which = "the example at other sizes of its symbolic dims, made by the harness"
+        inputs = f"inputs: {_describe(call_args)}{_values(call_args)} ({which})"
+        try:
+            check = result.verify(*call_args, _atol=atol, _rtol=rtol, _eager=eager, **call_kwargs)
+        except Pt2OnnxError as e:
+            raise _bare(e) from e.__cause__
+        except Exception as e:
+            if not type(e).__module__.startswith("onnxruntime"):
+                raise
+            # onnxruntime refusing the model (no kernel for a node's type): its message says why.
+            raise AssertionError(
+                f"onnxruntime cannot run the exported model: {_first_line(e)}\n{inputs}\n{_converted_by(result)}"
+            ) from None
         if not check.ok:
-            raise AssertionError(f"{what}:\n{check}\ninputs: {_describe(call_args)}\nexport report:\n{result.report}")
+            raise AssertionError(f"{what}:\n{check}\n{inputs}\n{_converted_by(result)}")
         verified.append(check)
     return verified
+
+
+def _converted_by(result: ExportResult) -> str:
+    """Who made the model: each op with the plugin that converted it, and the rewrites that changed it."""
+    report = result.report
+    lines = [f"converted at opset {report.opset} (capture {report.capture}) by:"]
+    for u in sorted(report.ops, key=lambda u: u.op):
+        how = " (decomposed)" if u.how == "decomposed" else ""
+        shadows = f" (shadows {', '.join(u.shadowed)})" if u.shadowed else ""
+        lines.append(f"  {u.op:<40} x{u.count:<4} {u.plugin} [{u.layer}]{how}{shadows}")
+    rewrites = [c for c in report.contributions if c.kind == "rewrite"]
+    if rewrites:
+        lines.append("rewritten by: " + ", ".join(f"{c.name} ({c.plugin})" for c in rewrites))
+    return "\n".join(lines)
+
+
+def _values(args: Any) -> str:
+    """The values of small input tensors, which a failure's reader needs to reproduce it."""
+    small = [
+        f"{leaf.tolist()}" for leaf in pytree.tree_leaves(args) if isinstance(leaf, torch.Tensor) and leaf.numel() <= 8
+    ]
+    return f" = {', '.join(small)}" if small else ""
 
 
 def _refuted(
@@ -335,6 +403,7 @@ def record_proof(result: ExportResult) -> None:
 
 
 def _check_expected_ops(result: ExportResult, expect_ops: Iterable[str] | Mapping[str, str]) -> None:
+    __tracebackhide__ = True
     providers = expect_ops if isinstance(expect_ops, Mapping) else dict.fromkeys(expect_ops)
     converted = {(u.op, u.plugin) for u in result.report.ops}
     for expected_op, plugin in providers.items():

@@ -10,17 +10,27 @@ op, or an export that the builtin converter did instead of the pack's, proves no
 the summary says why each registration left is unproven. Works with pytest-xdist:
 workers send what they proved to the controller.
 
-Nothing here imports torch until a test runs, so the plugin is free where unused.
+A plugin name that is neither loaded by a session nor importable is a usage error at
+start-up, naming the plugins that exist.
+
+While each test runs, pytest's log capture is kept off torch's structured-trace logger
+(:func:`_quiet_torch_trace`): a failing test shows its own log, not hundreds of empty
+``DEBUG torch.__trace`` lines.
+
+Nothing here imports torch until a test runs, so the plugin is free where unused (with
+``--pt2onnx-prove``, the plugins are loaded at start-up to check the names).
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Generator
 from typing import Any
 
 import pytest
 
-from .record import Evidence, Proof, collecting, unproven
+from .record import Evidence, Proof, collecting, find_plugin, unproven
 
 _EVIDENCE = pytest.StashKey[Evidence]()  # on the config: what the session's passing tests proved
 _TEST_EVIDENCE = pytest.StashKey[Evidence]()  # on an item: what its call proved
@@ -42,15 +52,61 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_EVIDENCE] = Evidence()
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller checked the names
+        return
+    from ..errors import PluginError
+
+    for name in _plugins_to_prove(config):
+        try:
+            find_plugin(name)
+        except PluginError as e:
+            hint = f"\n  what to do: {e.hint}" if e.hint else ""
+            raise pytest.UsageError(f"--pt2onnx-prove {name}: {e.message}{hint}") from None
 
 
-@pytest.hookimpl(wrapper=True)
+#: torch's structured-trace logger (what ``TORCH_TRACE`` writes to a file).
+TORCH_TRACE_LOGGER = "torch.__trace"
+
+
+def _quiet_torch_trace() -> None:
+    """Take pytest's log capture off torch's structured-trace logger.
+
+    pytest attaches its capturing handlers to every logger that does not propagate, and
+    torch's ``torch.__trace`` does not: it is always at DEBUG level and meant to have a
+    handler only when ``TORCH_TRACE`` names a folder. With pytest's handlers on it, torch
+    builds a trace record (graphs as text) at each step of every export, and a failing
+    test shows them as hundreds of empty ``DEBUG torch.__trace`` lines. The handlers pytest
+    also put on the root logger are removed; torch's own stay, so ``TORCH_TRACE`` works.
+    """
+    if "torch" not in sys.modules:
+        return
+    logger = logging.getLogger(TORCH_TRACE_LOGGER)
+    captured = logging.getLogger().handlers
+    for handler in [h for h in logger.handlers if h in captured]:
+        logger.removeHandler(handler)
+
+
+# trylast: inside the logging plugin's wrappers, which attach the handlers as each phase starts.
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, Any]:
+    _quiet_torch_trace()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    _quiet_torch_trace()
     with collecting() as evidence:
         try:
             return (yield)
         finally:
             item.stash[_TEST_EVIDENCE] = evidence
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, Any, Any]:
+    _quiet_torch_trace()
+    return (yield)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -21,7 +21,10 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..registry import Registry
 
 __all__ = [
     "PROVEN_KINDS",
@@ -29,6 +32,7 @@ __all__ = [
     "Evidence",
     "Proof",
     "collecting",
+    "find_plugin",
     "record",
     "registered",
     "selected",
@@ -153,25 +157,50 @@ def record(contributions: Iterable[Any], *, looseness: float = 1.0, refuted: str
                 _current.refuted.setdefault(proof, refuted)
 
 
-def registered(plugin: str) -> dict[Proof, float | None]:
-    """Every provable registration of ``plugin``, keyed as a test proves it, with the tolerance it declares.
+def find_plugin(plugin: str) -> tuple[Registry, set[str]]:
+    """The registry of a session that loads ``plugin``, and the names ``plugin`` is loaded under.
 
     ``plugin`` is the name of a plugin loaded by a normal session (an entry-point name or
     its distribution's name) or an importable module that is a plugin.
+
+    Raises:
+        PluginError: ``plugin`` is neither; the message lists the plugins a session loads
+            (entry-point names and their distributions), for ``--pt2onnx-prove`` to report
+            as a usage error before any test runs.
     """
     import importlib
 
+    from ..errors import PluginError
     from ..plugin_manager import load_plugins
     from ..registry import build_registry
-    from ..report import function_id
 
     registry = build_registry(load_plugins())
     infos = registry.plugin_set.plugins.values()
     names = {i.name for i in infos if plugin in (i.name, i.distribution)}
-    if not names:
+    if names:
+        return registry, names
+    try:
         module = importlib.import_module(plugin)
-        registry = build_registry(load_plugins([module], autoload=False))
-        names = {module.__name__}
+    except ModuleNotFoundError as e:
+        if e.name is None or not (plugin == e.name or plugin.startswith(f"{e.name}.")):
+            raise  # the module exists, and something it imports does not: its own traceback says what
+        known = ", ".join(sorted(f"{i.name} ({i.distribution})" if i.distribution else i.name for i in infos))
+        raise PluginError(
+            f"{plugin!r} is no pt2onnx plugin and no importable module; the plugins a session loads: {known}",
+            hint="name a plugin as 'pt2onnx plugins' lists it (entry-point or distribution name), or an "
+            "importable module whose @hookimpl functions register what it converts",
+        ) from None
+    return build_registry(load_plugins([module], autoload=False)), {module.__name__}
+
+
+def registered(plugin: str) -> dict[Proof, float | None]:
+    """Every provable registration of ``plugin``, keyed as a test proves it, with the tolerance it declares.
+
+    ``plugin`` is named as :func:`find_plugin` takes it.
+    """
+    from ..report import function_id
+
+    registry, names = find_plugin(plugin)
     declared: dict[Proof, float | None] = {}
     for r in registry.registrations:
         if r.plugin in names and r.kind in PROVEN_KINDS:
