@@ -270,15 +270,21 @@ def test_a_parent_pyproject_above_the_project_is_never_read(tmp_path, monkeypatc
         assert provider_of_relu() == "aten"
 
 
-def test_a_malformed_project_config_is_a_warning_and_listed_as_broken(tmp_path, monkeypatch):
+def test_a_malformed_project_config_stops_the_export_and_is_listed_as_broken(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text("[tool.pt2onnx]\nplugins = [unquoted]\n")
     monkeypatch.chdir(tmp_path)
+    with pytest.raises(PluginError, match=r"project config .*pyproject\.toml: invalid TOML"):
+        load_plugins()
+    with pytest.warns(PluginLoadWarning):  # as `pt2onnx plugins` loads, listing it
+        assert [b.name for b in load_plugins(diagnose=True).broken] == ["project config"]
+    monkeypatch.setenv("PT2ONNX_PROJECT_ON_ERROR", "warn")
     with pytest.warns(PluginLoadWarning, match=r"project config.*pyproject\.toml: invalid TOML"):
         plugin_set = load_plugins()
     assert [b.name for b in plugin_set.broken] == ["project config"]
     with pytest.warns(PluginLoadWarning):
         assert provider_of_relu() == "aten"  # the export goes on with the other layers
     # A file that does not parse and never mentions pt2onnx cannot configure it: no warning.
+    monkeypatch.delenv("PT2ONNX_PROJECT_ON_ERROR")
     (tmp_path / "pyproject.toml").write_text("[project\nname = 'x'\n")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -314,9 +320,10 @@ def test_a_later_import_loads_the_standard_library_not_the_checkouts_module(proj
 def test_a_project_plugin_named_like_a_standard_module_is_refused(project):
     (project / "pyproject.toml").write_text('[tool.pt2onnx]\nplugins = ["smtplib"]\n')
     (project / "smtplib.py").write_text("raise SystemExit('imported')\n")
-    with pytest.warns(PluginLoadWarning, match=r"'smtplib'.*would shadow the standard library module"):
-        plugin_set = load_plugins()
-    assert [b.name for b in plugin_set.broken] == ["smtplib"]
+    with pytest.raises(PluginError, match=r"'smtplib'.*would shadow the standard library module"):
+        load_plugins()
+    with pytest.warns(PluginLoadWarning):  # as `pt2onnx plugins` loads, listing it
+        assert [b.name for b in load_plugins(diagnose=True).broken] == ["smtplib"]
 
 
 def test_a_project_plugin_package_with_a_dotted_name(project, monkeypatch):

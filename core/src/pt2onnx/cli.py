@@ -2,9 +2,10 @@
 
 Errors print as one paragraph on stderr, without a traceback unless ``--debug``; the
 exit status says what failed (:data:`EXIT_CODES`). A closed output pipe
-(``pt2onnx plugins | head -1``) ends the command quietly. Only the standard library is
-imported before the arguments are parsed: torch and the plugins load when a command needs
-them, so ``--help`` answers at once.
+(``pt2onnx plugins | head -1``) ends the command quietly and never changes its exit
+status: stdout is flushed before ``main`` returns, not left to the interpreter's exit.
+Only the standard library is imported before the arguments are parsed: torch and the
+plugins load when a command needs them, so ``--help`` and ``--version`` answer at once.
 
 The commands only parse and print: what ``plugins`` and ``ops`` show is gathered by
 :mod:`pt2onnx.inspection` (its text and its ``--json`` render the same data), and the
@@ -14,8 +15,11 @@ code ``export`` names is imported by :mod:`pt2onnx.loader`.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
+import platform
+import re
 import sys
 import traceback
 import warnings
@@ -48,9 +52,10 @@ EXIT_VERIFICATION = 5
 #: Each exit status of the command and what it means.
 EXIT_CODES = {
     EXIT_OK: "success",
-    EXIT_ERROR: "any other error (plugins, translation, optimization, saving, an exception in your factory); "
-    "`ops`: an op named has no converter",
-    EXIT_USAGE: "usage: bad arguments or options, a MODULE:FACTORY that cannot be found, `ops` without an op",
+    EXIT_ERROR: "any other error (plugins, a broken [tool.pt2onnx] in the project's pyproject.toml, translation, "
+    "optimization, saving, an exception in your factory); `ops`: an op named has no converter",
+    EXIT_USAGE: "usage: bad arguments or options, a MODULE:FACTORY or --plugins module that cannot be found, "
+    "`ops` without an op",
     EXIT_UNSUPPORTED: "the model holds ops no plugin converts",
     EXIT_CAPTURE: "torch.export could not capture the model",
     EXIT_VERIFICATION: "the exported model does not run, or differs from eager PyTorch (--verify)",
@@ -77,6 +82,7 @@ examples:
   pt2onnx ops --coverage                coverage of the Core ATen opset
   pt2onnx export models.py:make -o model.onnx --dynamic x:0=batch --verify --report report.html
   pt2onnx export program.pt2 -o model.onnx
+  pt2onnx --version                     pt2onnx's version, and torch's, onnx's, onnxruntime's
   pt2onnx -p no:fusions export models.py:make -o model.onnx   (block one plugin)
 """
 
@@ -95,7 +101,15 @@ examples:
   pt2onnx export models.py:make -o model.onnx --verify
   pt2onnx export models.py:make -o model.onnx --dynamic x:0=batch --dynamic x:1=seq --report report.md
   pt2onnx export program.pt2 -o model.onnx --report report.html --json
+  pt2onnx export models.py:make_on_meta -o model.onnx --weights checkpoint/ --dtype float16 --max-shard-bytes 2GB
 """
+
+#: The distributions ``--version`` names beside pt2onnx.
+_VERSIONS_OF = ("torch", "onnx", "onnxruntime", "onnx-ir", "onnxscript")
+#: ``--dtype`` choices: torch's names.
+_DTYPES = ("float16", "bfloat16", "float32")
+#: ``--max-shard-bytes`` units.
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 
 
 def _blocked(values: Sequence[str]) -> list[str]:
@@ -107,18 +121,29 @@ def _blocked(values: Sequence[str]) -> list[str]:
     return names
 
 
+def _echo(text: object) -> None:
+    """Print ``text`` on stdout; once the reader has closed the pipe, print nothing more (the
+    command goes on, and ends with its own exit status)."""
+    try:
+        print(text)
+    except BrokenPipeError:
+        _silence_stdout()
+
+
 def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2))
+    _echo(json.dumps(data, indent=2))
 
 
 def _quiet_registry(blocked: Sequence[str], opset: int | None = None) -> Registry:
-    """The session's registry; its broken plugins are listed by the command, not warned about twice."""
+    """The session's registry; its broken plugins (the project's too) are listed by the command,
+    not warned about twice, and never stop it: it is how the user sees why an export stops."""
     from .opset import check_opset
-    from .registry import session_registry
+    from .plugin_manager import load_plugins
+    from .registry import build_registry
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PluginLoadWarning)
-        return session_registry(disable=blocked, opset=check_opset(opset))
+        return build_registry(load_plugins(disable=blocked, diagnose=True), check_opset(opset))
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -128,7 +153,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(found.to_dict())
     else:
-        print("\n".join(found.lines()))
+        _echo("\n".join(found.lines()))
     return EXIT_OK
 
 
@@ -144,7 +169,7 @@ def _cmd_ops(args: argparse.Namespace) -> int:
         else:
             from .coverage import coverage_report
 
-            print(coverage_report(registry))
+            _echo(coverage_report(registry))
         return EXIT_OK
     from .inspection import inspect_ops
 
@@ -152,7 +177,7 @@ def _cmd_ops(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(found.to_list())
     else:
-        print("\n".join(found.lines()))
+        _echo("\n".join(found.lines()))
     return EXIT_OK if found.handled else EXIT_ERROR
 
 
@@ -168,7 +193,7 @@ def _made(spec: str, made: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any], d
     return model, tuple(inputs), {}, options
 
 
-def _dynamic_shapes(flags: Sequence[str], model: Any, given: Any) -> Any:
+def _dynamic_shapes(flags: Sequence[str], model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], given: Any) -> Any:
     """``dynamic_shapes`` from ``--dynamic NAME:AXIS[=DIM]`` flags, merged over the factory's."""
     from .capture import as_module
     from .interface.shapes import dynamic_axes
@@ -181,7 +206,7 @@ def _dynamic_shapes(flags: Sequence[str], model: Any, given: Any) -> Any:
             raise UsageError(f"--dynamic takes NAME:AXIS[=DIM] (e.g. x:0=batch), got {flag!r}")
         axes.append((name, int(axis), dim_name or None))
     try:
-        return dynamic_axes(as_module(model).forward, axes, given)
+        return dynamic_axes(as_module(model).forward, args, kwargs, axes, given)
     except OptionError as e:
         raise UsageError(f"--dynamic: {e}") from None
 
@@ -199,6 +224,8 @@ def _load_program(path: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    if args.weights is not None and not Path(args.weights).exists():
+        raise UsageError(f"--weights {args.weights}: no such file or folder (in {Path.cwd()})")
     from .export import export
     from .report import report_format
 
@@ -216,10 +243,20 @@ def _cmd_export(args: argparse.Namespace) -> int:
         except Exception as e:  # the user's factory may raise anything
             raise UserCodeError(f"{args.factory} raised", e) from e
         model, call_args, call_kwargs, options = _made(args.factory, made)
-        options["dynamic_shapes"] = _dynamic_shapes(args.dynamic, model, options.get("dynamic_shapes"))
-    for key, value in (("opset", args.opset), ("strict", args.strict), ("source_paths", args.source_paths)):
+        options["dynamic_shapes"] = _dynamic_shapes(
+            args.dynamic, model, call_args, call_kwargs, options.get("dynamic_shapes")
+        )
+    for key, value in (
+        ("opset", args.opset),
+        ("strict", args.strict),
+        ("source_paths", args.source_paths),
+        ("weights", args.weights),
+        ("dtype", _dtype(args.dtype)),
+    ):
         if value is not None:
             options[key] = value
+    if args.verify:
+        _check_verifiable(args.factory, model, options.get("weights"))
     plugins = [name for value in args.plugins for name in value.split(",") if name]
     if plugins:
         options["plugins"] = [*options.get("plugins", ()), *import_cli_plugins(plugins)]
@@ -227,12 +264,15 @@ def _cmd_export(args: argparse.Namespace) -> int:
     report_file = args.report if args.report not in (None, "-") else None
     quiet = args.quiet or args.json
     result = export(model, call_args, call_kwargs, disable=disable, report=report_file, quiet=quiet, **options)
-    written = result.save(args.output)
+    written = result.save(args.output, max_shard_bytes=args.max_shard_bytes)
     check = None
     if args.verify:
+        from .progress import Progress
+
         if isinstance(model, type(result.program)) and not (call_args or call_kwargs):
             raise UsageError(f"{args.factory} holds no example inputs to verify with")
-        check = result.verify(*call_args, **call_kwargs)
+        with Progress.for_terminal(quiet).phase("verify"):
+            check = result.verify(*call_args, **call_kwargs)
     if args.json:
         _print_json(
             {
@@ -246,17 +286,80 @@ def _cmd_export(args: argparse.Namespace) -> int:
             }
         )
         return EXIT_OK if check is None or check.ok else EXIT_VERIFICATION
-    print(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
+    _echo(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
     if args.report == "-":
-        print(result.report)
+        _echo(result.report)
     elif report_file is not None:
-        print(f"report: {report_file}")
+        _echo(f"report: {report_file}")
     if check is not None:
-        print(check)
-        print(f"max abs difference to eager: {check.max_abs:.3g}")
+        _echo(check)
+        _echo(f"max abs difference to eager: {check.max_abs:.3g}")
         if not check.ok:
             raise VerificationError("the exported model differs from eager PyTorch beyond the tolerance (see above)")
     return EXIT_OK
+
+
+def _dtype(name: str | None) -> Any:
+    """The torch dtype ``--dtype`` names (torch is imported only when it is given)."""
+    if name is None:
+        return None
+    import torch
+
+    return getattr(torch, name)
+
+
+def _check_verifiable(spec: str, model: Any, weights: Any) -> None:
+    """``--verify`` runs the model in eager PyTorch: a model built on the meta device cannot run."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return
+    if any(t.is_meta for t in (*model.parameters(), *model.buffers())):
+        where = f"; --weights {weights} gives the ONNX model its weights, not the eager one" if weights else ""
+        raise UsageError(
+            f"--verify compares with eager PyTorch, and {spec} builds the model on the meta device (no weights "
+            f"to run with){where}: drop --verify, or build the model with its weights"
+        )
+
+
+def _byte_count(text: str) -> int:
+    """``--max-shard-bytes``: a positive number of bytes, plain (``2000000000``, ``2_000_000_000``) or with
+    a unit (``500MB``, ``2GB``, ``2GiB``)."""
+    match = re.fullmatch(r"\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = match[2].lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size: give a number of bytes, or one with a unit "
+            f"({', '.join(u.upper().replace('I', 'i') for u in _UNITS if u)}), e.g. 2GB or 500MiB"
+        )
+    count = int(float(match[1].replace("_", "")) * _UNITS[unit])
+    if count <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive size")
+    return count
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: pt2onnx's version and those of what it runs on, read from the installed
+    distributions' metadata (nothing is imported)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        _echo(_versions())
+        parser.exit()
+
+
+def _versions() -> str:
+    from . import __version__
+
+    versions = []
+    for name in _VERSIONS_OF:
+        try:
+            versions.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{name} not installed")
+    return f"pt2onnx {__version__} ({', '.join(versions)}; Python {platform.python_version()})"
 
 
 def _epilog() -> str:
@@ -274,6 +377,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="print tracebacks of errors")
     parser.add_argument("--debug", action="store_true", help="print tracebacks of errors")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the versions of pt2onnx, torch, onnx and onnxruntime, and exit"
+    )
     parser.add_argument(
         "-p",
         dest="plugin_flags",
@@ -338,7 +444,29 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     exp.add_argument(
         "-p", dest="export_plugin_flags", action="append", default=[], metavar="no:NAME", help="block a plugin"
     )
-    exp.add_argument("--verify", action="store_true", help="run in onnxruntime and compare with eager")
+    exp.add_argument(
+        "--weights",
+        default=None,
+        metavar="PATH",
+        help="the weights of a model built on the meta device: a .safetensors file, or a folder of shards "
+        "(with its model.safetensors.index.json); read one tensor at a time as the model is saved",
+    )
+    exp.add_argument(
+        "--dtype",
+        choices=_DTYPES,
+        default=None,
+        help="convert the floating weights and the computation to this dtype (inputs and outputs keep theirs)",
+    )
+    exp.add_argument(
+        "--max-shard-bytes",
+        type=_byte_count,
+        default=None,
+        metavar="SIZE",
+        help="save the weights as external data in files of at most SIZE bytes (e.g. 2GB, 500MiB, 1000000)",
+    )
+    exp.add_argument(
+        "--verify", action="store_true", help="run in onnxruntime and compare with eager (exit 5 if they differ)"
+    )
     exp.add_argument(
         "--report",
         nargs="?",
@@ -387,7 +515,19 @@ def _show_warning(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``pt2onnx`` console script; returns the exit status (:data:`EXIT_CODES`)."""
+    """Entry point of the ``pt2onnx`` console script; returns the exit status (:data:`EXIT_CODES`).
+
+    Whatever the command printed is flushed before this returns (or ``--help`` exits): a
+    reader that closed the pipe then ends the command quietly, with the status the command
+    had, instead of failing the interpreter's flush at exit (status 120).
+    """
+    try:
+        return _main(argv)
+    finally:
+        _flush_stdout()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser, commands_parsers = _parser()
     args = parser.parse_args(argv)
     commands = {"plugins": _cmd_plugins, "ops": _cmd_ops, "export": _cmd_export}
@@ -413,11 +553,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = shown
 
 
+def _flush_stdout() -> None:
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+
+
 def _silence_stdout() -> None:
-    # The reader is gone: further writes (and the flush at exit) would raise again.
+    # The reader is gone: further writes (and the flush at exit) would raise again. As the
+    # Python docs advise (library/signal.html, "Note on SIGPIPE"): stdout's file descriptor
+    # now writes to devnull, so what is still buffered goes there at exit.
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     except (OSError, ValueError):
         pass
 

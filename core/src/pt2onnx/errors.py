@@ -95,7 +95,10 @@ class OptionError(Pt2OnnxError, ValueError):
 
 
 class PluginError(Pt2OnnxError):
-    """A plugin passed with ``plugins=`` is not a plugin, cannot be imported or registers wrongly."""
+    """A plugin passed with ``plugins=`` is not a plugin, cannot be imported or registers wrongly;
+    or the project's ``[tool.pt2onnx]`` cannot be used as written (its pyproject.toml does not
+    parse, the table has an unknown key, a plugin it names cannot be imported or registers
+    wrongly), unless it says ``on_error = "warn"``."""
 
     phase = "plugins"
 
@@ -109,7 +112,8 @@ class PluginConflictError(PluginError):
 
 
 class PluginLoadWarning(UserWarning):
-    """An installed or project plugin failed to load or register; the export goes on without it."""
+    """An installed plugin (or, with ``on_error = "warn"``, the project's config or plugin) failed to load
+    or register; the export goes on without it."""
 
 
 class PluginNameWarning(UserWarning):

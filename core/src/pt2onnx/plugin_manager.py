@@ -8,14 +8,21 @@ What is read when, and how to close each source, is ``docs/trust.md``. In short:
 builtin packs always load (``-p no:NAME`` blocks one); installed entry points and the
 project's ``[tool.pt2onnx] plugins`` load unless ``PT2ONNX_DISABLE_PLUGIN_AUTOLOAD`` is
 set, and only those named in ``PT2ONNX_PLUGINS`` when that is set; ``plugins=`` always
-loads. A broken installed or project plugin is skipped with a :class:`PluginLoadWarning`;
-a broken ``plugins=`` entry is a :class:`PluginError`, since the caller asked for it.
+loads. A broken installed pack is skipped with a :class:`PluginLoadWarning`; a broken
+``plugins=`` entry is a :class:`PluginError`, since the caller asked for it. The user's
+project config is as strict as ``plugins=``: a pyproject.toml that does not parse, an
+unknown key in ``[tool.pt2onnx]``, or a plugin it names that cannot be imported or
+registers wrongly is a :class:`PluginError`, unless the table says ``on_error = "warn"``
+(or ``PT2ONNX_PROJECT_ON_ERROR=warn`` is set): then each is a warning, as for a pack.
+``pt2onnx plugins`` and ``pt2onnx ops`` load with ``diagnose=True``: they list every
+problem instead of stopping on it.
 The project's and the ``plugins=`` modules are imported by :mod:`pt2onnx.loader`, which
 says how each treats ``sys.path``.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import warnings
@@ -31,7 +38,7 @@ import pluggy
 from . import hookspecs
 from .errors import PluginError, PluginLoadWarning, PluginNameWarning
 from .loader import import_argument_plugin, import_project_module
-from .project import read_project_config
+from .project import OnError, ProjectConfig, read_project_config
 from .registration import Layer
 
 __all__ = [
@@ -39,6 +46,7 @@ __all__ = [
     "BUILTIN_DISTRIBUTIONS",
     "DISABLE_AUTOLOAD_ENV",
     "ENTRY_POINT_GROUP",
+    "PROJECT_ON_ERROR_ENV",
     "BrokenPlugin",
     "PluginInfo",
     "PluginLoadWarning",
@@ -52,6 +60,8 @@ ENTRY_POINT_GROUP = "pt2onnx"
 DISABLE_AUTOLOAD_ENV = "PT2ONNX_DISABLE_PLUGIN_AUTOLOAD"
 #: Comma-separated names: of the installed and project plugins, load only these.
 ALLOW_ENV = "PT2ONNX_PLUGINS"
+#: ``warn`` (or ``error``): what a mistake in the project's ``[tool.pt2onnx]`` does, whatever its ``on_error`` says.
+PROJECT_ON_ERROR_ENV = "PT2ONNX_PROJECT_ON_ERROR"
 #: Distributions whose entry points form the builtin layer.
 BUILTIN_DISTRIBUTIONS = frozenset({"pt2onnx-aten", "pt2onnx-hops", "pt2onnx-decomp", "pt2onnx-fusions"})
 
@@ -91,6 +101,10 @@ class PluginSet:
         not_allowed: installed or project plugins skipped because ``PT2ONNX_PLUGINS`` omits them.
         project_config: the pyproject.toml whose ``[tool.pt2onnx]`` table was read.
         closed: sources not read, each with the reason (e.g. the autoload switch).
+        project_on_error: what a mistake in the project config does (``on_error``, or
+            ``PT2ONNX_PROJECT_ON_ERROR``): ``"error"`` or ``"warn"``.
+        diagnose: loaded to show problems (``pt2onnx plugins``): the project's mistakes are
+            recorded as broken, never raised.
     """
 
     manager: pluggy.PluginManager
@@ -100,10 +114,32 @@ class PluginSet:
     not_allowed: list[str] = field(default_factory=list)
     project_config: Path | None = None
     closed: list[str] = field(default_factory=list)
+    project_on_error: OnError = "error"
+    diagnose: bool = False
 
-    def skip(self, name: str, error: BaseException | str, *, distribution: str | None = None, hint: str = "") -> None:
-        """Record ``name`` as broken, unregister it if it was registered, and warn once."""
+    def skip(
+        self,
+        name: str,
+        error: BaseException | str,
+        *,
+        distribution: str | None = None,
+        hint: str = "",
+        project: bool | None = None,
+    ) -> None:
+        """Record ``name`` as broken, unregister it if it was registered, and warn once.
+
+        For the project's config or one of its plugins (``project``; by default: whether
+        ``name`` is loaded in the project layer), a :class:`PluginError` instead, unless
+        the project says ``on_error = "warn"`` or the set is loaded to ``diagnose``.
+        """
         message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        if project is None:
+            info = self.plugins.get(name)
+            project = info is not None and info.layer == Layer.PROJECT
+        if project:
+            hint = self.project_hint(name)
+            if self.project_on_error == "error" and not self.diagnose:
+                raise PluginError(self.project_problem(name, message), hint=_sentences(hint))
         if self.manager.has_plugin(name):
             self.manager.unregister(name=name)
         self.plugins.pop(name, None)
@@ -114,6 +150,24 @@ class PluginSet:
             PluginLoadWarning,
             stacklevel=2,
         )
+
+    def project_problem(self, name: str, message: str) -> str:
+        """What is wrong with the project config (``name`` ``project config``) or one of its plugins."""
+        if name == PROJECT_CONFIG:
+            return f"the project config {message}"
+        return f"the project plugin {name!r} (in [tool.pt2onnx] plugins of {self.project_config}) is broken: {message}"
+
+    def project_hint(self, name: str) -> str:
+        """How to fix a problem of the project's config or plugin, and what it does until then."""
+        if name == PROJECT_CONFIG:
+            fix = f"Fix that file, or set {DISABLE_AUTOLOAD_ENV}=1 to not read it."
+            opt_out = f'{PROJECT_ON_ERROR_ENV}=warn (or on_error = "warn" in [tool.pt2onnx], where the file parses)'
+        else:
+            fix = f"Remove it from [tool.pt2onnx] plugins in {self.project_config}, or block it with -p no:{name}."
+            opt_out = f'on_error = "warn" in [tool.pt2onnx] (or {PROJECT_ON_ERROR_ENV}=warn)'
+        if self.project_on_error == "warn":
+            return f"{fix} (on_error is warn: exports go on without it.)"
+        return f"{fix} Exports stop on it until then; {opt_out} makes it a warning."
 
     def closed_note(self) -> str | None:
         """A sentence saying which plugin sources were closed, for "no converter" errors."""
@@ -153,12 +207,52 @@ def _has_hookimpls(manager: pluggy.PluginManager, plugin: object) -> bool:
     return any(manager.parse_hookimpl_opts(plugin, attr) is not None for attr in dir(plugin))
 
 
+#: The name the project config's own problems are listed under (``pt2onnx plugins``: BROKEN project config).
+PROJECT_CONFIG = "project config"
+
+
+def _sentences(hint: str) -> str:
+    """A hint written as sentences for a listing, as the what-to-do line of an error."""
+    return hint[:1].lower() + hint[1:].rstrip(".")
+
+
+def _project_on_error(config: ProjectConfig | None, diagnose: bool) -> OnError:
+    """``PT2ONNX_PROJECT_ON_ERROR`` if set, else the config's ``on_error``, else ``error``."""
+    value = os.environ.get(PROJECT_ON_ERROR_ENV, "").strip().lower()
+    if not value or config is None:
+        return config.on_error if config is not None else "error"
+    if value == "warn":
+        return "warn"
+    if value != "error" and not diagnose:
+        raise PluginError(
+            f"{PROJECT_ON_ERROR_ENV}={value!r} is not understood, so the project config {config.path} is not read",
+            hint=f"set {PROJECT_ON_ERROR_ENV} to warn or error, or unset it",
+        )
+    return "error"
+
+
+def _import_failure(name: str, error: Exception, root: Path) -> str:
+    """Why the project plugin ``name`` cannot be imported; for a name found nowhere, the modules beside
+    the pyproject.toml it may have meant."""
+    message = f"{type(error).__name__}: {error}"
+    if not isinstance(error, ModuleNotFoundError) or error.name is None or not name.startswith(error.name):
+        return message
+    top = name.split(".", 1)[0]
+    modules = {p.stem for p in root.glob("*.py")} | {p.parent.name for p in root.glob("*/__init__.py")}
+    beside = sorted(modules - {"setup", "conftest", "noxfile"})
+    near = difflib.get_close_matches(top, beside, n=1)
+    guess = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"{message}: neither {top}.py nor {top}/__init__.py is beside {root / 'pyproject.toml'}, nor is it installed{guess}"
+
+
 def _block_hint(name: str) -> str:
     return f"Block it with -p no:{name} (or disable=[{name!r}]) to silence this warning."
 
 
 class _Loader:
-    def __init__(self, disable: Iterable[str], autoload: bool, closed_by: str, allow: list[str] | None) -> None:
+    def __init__(
+        self, disable: Iterable[str], autoload: bool, closed_by: str, allow: list[str] | None, diagnose: bool = False
+    ) -> None:
         self.disable = list(disable)
         self.blocked = {_canonical(n) for n in self.disable}
         self.allow = allow
@@ -167,7 +261,7 @@ class _Loader:
         self.closed_by = closed_by
         self.known: set[str] = set()
         self.argument_names: dict[str, object] = {}
-        self.result = PluginSet(manager=_new_manager())
+        self.result = PluginSet(manager=_new_manager(), diagnose=diagnose)
 
     def is_blocked(self, *names: str | None) -> bool:
         present = [n for n in names if n]
@@ -197,7 +291,9 @@ class _Loader:
                     f"plugin {info.name!r} ({info.source}) is invalid: {e}",
                     hint="check the hook names and signatures against pt2onnx.hookspecs",
                 ) from e
-            self.result.skip(info.name, e, distribution=info.distribution, hint=hint)
+            self.result.skip(
+                info.name, e, distribution=info.distribution, hint=hint, project=info.layer == Layer.PROJECT
+            )
             return
         self.result.plugins[info.name] = info
 
@@ -227,15 +323,15 @@ class _Loader:
             self.result.closed.append(f"the project's [tool.pt2onnx] plugins were not read ({self.closed_by})")
             return
         config = read_project_config(start)
+        self.result.project_on_error = _project_on_error(config, self.result.diagnose)
         if config is None:
             return
         self.result.project_config = config.path
+        problems = [config.error] if config.error is not None else []
+        if problems or config.problems:
+            # Every mistake of the file at once, not one per run.
+            self.result.skip(PROJECT_CONFIG, f"{config.path}: {'; '.join([*problems, *config.problems])}", project=True)
         if config.error is not None:
-            self.result.skip(
-                "project config",
-                f"{config.path}: {config.error}",
-                hint=f"Fix that file, or set {DISABLE_AUTOLOAD_ENV}=1 to not read it.",
-            )
             return
         for name in config.plugins:
             if self.is_blocked(name):
@@ -243,13 +339,12 @@ class _Loader:
             if not self.is_allowed(name):
                 self.result.not_allowed.append(name)
                 continue
-            hint = f"Remove it from [tool.pt2onnx] plugins in {config.path}, or block it with -p no:{name}."
             try:
                 module = import_project_module(name, config.path.parent)
             except Exception as e:  # noqa: BLE001 - the project's module may raise anything
-                self.result.skip(name, e, hint=hint)
+                self.result.skip(name, _import_failure(name, e, config.path.parent), project=True)
                 continue
-            self.add(module, PluginInfo(name, Layer.PROJECT, source=str(config.path)), hint=hint)
+            self.add(module, PluginInfo(name, Layer.PROJECT, source=str(config.path)))
 
     def argument_name(self, plugin: object) -> tuple[str, str]:
         """The plugin's unique name, and the name it was made from (blocking either blocks it).
@@ -337,6 +432,7 @@ def load_plugins(
     disable: Iterable[str] = (),
     autoload: bool | None = None,
     project_dir: Path | None = None,
+    diagnose: bool = False,
 ) -> PluginSet:
     """Load every plugin of one session, in all four layers.
 
@@ -346,13 +442,21 @@ def load_plugins(
         autoload: load installed entry points and the project config; default: unless
             ``PT2ONNX_DISABLE_PLUGIN_AUTOLOAD`` is set. Builtin packs load either way.
         project_dir: where to start looking for the project's pyproject.toml (default: cwd).
+        diagnose: record the project config's mistakes as broken instead of raising for
+            them (``pt2onnx plugins`` and ``pt2onnx ops`` show them); a broken ``plugins=``
+            entry still raises.
+
+    Raises:
+        PluginError: a ``plugins=`` entry is broken; or the project config is (it does not
+            parse, has an unknown key, names a plugin that cannot be imported or registered),
+            unless it says ``on_error = "warn"`` or ``diagnose`` is set.
     """
     if autoload is None:
         autoload = not _env_flag(DISABLE_AUTOLOAD_ENV)
         closed_by = f"{DISABLE_AUTOLOAD_ENV} is set"
     else:
         closed_by = "autoload=False"
-    loader = _Loader(disable, autoload, closed_by, _allow_list())
+    loader = _Loader(disable, autoload, closed_by, _allow_list(), diagnose)
     if not autoload:
         loader.result.closed.append(f"installed plugin packs were not loaded ({closed_by})")
     loader.entry_points()

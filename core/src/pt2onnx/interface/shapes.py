@@ -94,11 +94,24 @@ def dims_from_examples(
     return _per_argument(forward, args, kwargs, spec_of)
 
 
-def dynamic_axes(forward: Callable[..., Any], axes: Sequence[tuple[str, int, str | None]], given: Any) -> Any:
+def dynamic_axes(
+    forward: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    axes: Sequence[tuple[str, int, str | None]],
+    given: Any,
+) -> Any:
     """``dynamic_shapes`` making each ``(input, axis, dim name)`` of ``axes`` dynamic, merged over ``given``.
 
-    Inputs are named by ``forward``'s parameters; a dim name left out is ``<input>_dim<axis>``,
-    and inputs that share a dim name share the ``Dim``.
+    Inputs are named as the capture lays them out: by ``forward``'s parameters, and the
+    keywords its ``**kwargs`` catches by their own names. A dim name left out is
+    ``<input>_dim<axis>``; inputs that share a dim name share the ``Dim`` (one of that name
+    in ``given`` too). The result has an entry for every input the example passes, as
+    torch.export wants: ``given``'s (with the named axes added), else None (static).
+
+    Raises:
+        OptionError: an input the example does not pass, one that is no tensor, an axis
+            it does not have, or a ``given`` that is not a dict keyed by input names.
     """
     if not axes:
         return given
@@ -107,17 +120,68 @@ def dynamic_axes(forward: Callable[..., Any], axes: Sequence[tuple[str, int, str
             "named dynamic axes cannot be merged into a dynamic_shapes that is not a dict",
             hint="give every dynamic dim in one dict keyed by forward's parameter names",
         )
-    parameters = list(inspect.signature(forward).parameters)
-    dims: dict[str, Any] = {}
-    shapes: dict[str, Any] = dict(given or {})
+    signature = inspect.signature(forward)
+    try:
+        inputs = bound_arguments(signature, args, kwargs)
+    except TypeError as e:
+        raise OptionError(
+            f"the example inputs do not fit the model's signature {signature}: {e}",
+            hint="return inputs the model can be called with: (args,) or {'args': (...), 'kwargs': {...}}",
+        ) from None
+    flat = _flat_keywords(given, signature, kwargs) if given else {}
+    shapes: dict[str, Any] = {name: flat.get(name) for name in inputs}
+    shapes.update({name: spec for name, spec in flat.items() if name not in shapes})  # torch names what is wrong
+    dims = _dims_by_name(flat)
     for name, axis, dim_name in axes:
-        if name not in parameters:
-            raise OptionError(f"the model has no input {name!r}; its inputs are {parameters}")
+        if name not in inputs:
+            if name in signature.parameters:
+                raise OptionError(
+                    f"the example inputs do not pass {name!r}, so the exported model has no such input",
+                    hint=f"pass {name} in the example inputs to make it an input with a dynamic axis",
+                )
+            raise OptionError(f"the model has no input {name!r}; its inputs are {list(inputs)}")
+        value = inputs[name]
+        if not isinstance(value, torch.Tensor):
+            raise OptionError(
+                f"input {name!r} is a {type(value).__name__}, not a tensor: --dynamic names an axis of a tensor input",
+                hint=f"give the dims of the tensors in {name} in dynamic_shapes",
+            )
+        rank = value.dim()
+        if not -rank <= axis < rank:
+            raise OptionError(
+                f"input {name!r} has {rank} dims (shape {list(value.shape)}), so no axis {axis}",
+                hint=f"name an axis from 0 to {rank - 1} (or -1 for the last)" if rank else "a scalar has no axis",
+            )
+        axis %= rank
         dim_name = dim_name or f"{name}_dim{axis}"
         if dim_name not in dims:
             dims[dim_name] = Dim(dim_name)
-        shapes.setdefault(name, {})[axis] = dims[dim_name]
+        shapes[name] = _with_axis(name, shapes[name], rank, axis, dims[dim_name])
     return shapes
+
+
+def _dims_by_name(spec: Any) -> dict[str, Any]:
+    """The ``Dim`` objects in a ``dynamic_shapes`` spec, by name."""
+    if isinstance(spec, Dim):
+        return {spec.__name__: spec}
+    children = spec.values() if isinstance(spec, dict) else spec if isinstance(spec, (list, tuple)) else ()
+    return {name: dim for child in children for name, dim in _dims_by_name(child).items()}
+
+
+def _with_axis(name: str, spec: Any, rank: int, axis: int, dim: Any) -> Any:
+    """One tensor input's spec (None, ``{axis: dim}`` or one entry per axis) with ``axis`` made ``dim``."""
+    if spec is None:
+        return {axis: dim}
+    if isinstance(spec, dict):
+        return {**spec, axis: dim}
+    if isinstance(spec, (list, tuple)) and len(spec) == rank:
+        entries = list(spec)
+        entries[axis] = dim
+        return type(spec)(entries)
+    raise OptionError(
+        f"dynamic_shapes gives input {name!r} as {spec!r}, which an axis cannot be added to",
+        hint="give it as a dict {axis: Dim} or with one entry per axis",
+    )
 
 
 def resolve_dynamic_shapes(
