@@ -27,8 +27,12 @@ def _weights(mode, rows, dim, dtype):
 
 
 def _indices(count, rows, dtype=torch.int64):
-    """Indices into a table of ``rows`` rows, in range (torch rejects the others)."""
-    return tensors((count,), dtype, low=0, high=rows - 1, edge_values=False)
+    """Indices into a table of ``rows`` rows, in range (torch rejects the others).
+
+    Contiguous: torch's ``_embedding_bag`` kernel reads its indices as if they were (the
+    functional form makes them so), so of a strided tensor eager itself computes garbage.
+    """
+    return tensors((count,), dtype, low=0, high=rows - 1, edge_values=False, contiguous=True)
 
 
 @st.composite

@@ -160,14 +160,23 @@ def flatten_inputs(
 
 def copy_inputs(tree: Any) -> Any:
     """A copy of the tensors in ``tree``, each in its own memory layout (``clone()`` would make a
-    strided view contiguous, and the model, or the captured program's guards, may see it)."""
+    strided view contiguous, and the model, or the captured program's guards, may see it).
+
+    The gaps between a strided copy's elements hold zeros, not what the allocation held:
+    some of torch's kernels read past the strides (``embedding_bag`` takes its indices as
+    contiguous), and they must read the same thing on every run.
+    """
 
     def copy(t: Any) -> Any:
         if not isinstance(t, torch.Tensor):
             return t
         if any(stride == 0 and size > 1 for stride, size in zip(t.stride(), t.size())):
             return t.clone()  # an expanded tensor: its strides have no storage of their own
-        return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device).copy_(t)
+        laid = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+        if not laid.is_contiguous():
+            zeros = torch.zeros(laid.untyped_storage().nbytes() // t.element_size(), dtype=t.dtype, device=t.device)
+            laid = torch.empty(0, dtype=t.dtype, device=t.device).set_(zeros.untyped_storage(), 0, t.size(), t.stride())
+        return laid.copy_(t)
 
     return pytree.tree_map(copy, tree)
 

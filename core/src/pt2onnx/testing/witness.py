@@ -97,6 +97,6 @@ def laid_out_like(example: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         dense = example.stride(d) * example.size(d)
         span = strides[d] * values.size(d)
     offset = example.storage_offset()
-    buffer = torch.empty(span + offset, dtype=values.dtype)
+    buffer = torch.zeros(span + offset, dtype=values.dtype)  # gaps: zeros, the same on every run
     laid = torch.empty(0, dtype=values.dtype).set_(buffer.untyped_storage(), offset, values.shape, strides)
     return laid.copy_(values)
