@@ -118,17 +118,30 @@ class Split(torch.nn.Module):
         return x.view(x.shape[0], 2, 3) * 2  # the line of the view
 
 
-def test_an_input_dim_where_torch_has_another_stops_the_export():
-    # The converter's own node says its output has the size of seq; torch says batch.
+def test_an_input_dim_where_torch_has_a_static_size_stops_the_export():
+    # The converter's own node says its output has the size of seq; torch says 3 rows.
     with pytest.raises(ConversionError) as info:
         pt2onnx.export(
             RowSums(),
             (torch.randn(3, 5),),
-            dynamic_shapes=({0: BATCH, 1: SEQ},),
+            dynamic_shapes=({1: SEQ},),
             plugins=[Plugin(**{"aten::sum.dim_IntList": sum_over_the_first_dim})],
         )
-    assert "returned shape [seq] where torch says shape [batch]" in str(info.value)
+    assert "returned shape [seq] where torch says shape [3]" in str(info.value)
     _blames(info.value, "sum_over_the_first_dim", "sum_1", "aten::sum.dim_IntList", "return x.sum(1) + 1")
+
+
+class AdaptivePoolBackward(torch.nn.Module):
+    def forward(self, grad, x):
+        return torch.ops.aten._adaptive_avg_pool2d_backward(grad, x)
+
+
+def test_an_input_dim_where_torch_has_another_inputs_is_no_claim():
+    # torch keeps grad_output's and self's dims apart (no guard makes them one); the
+    # backward's kernel requires them equal, so the converter's [grad_output dims] is right.
+    grad, x = torch.randn(2, 3, 1, 1), torch.randn(2, 3, 4, 4)
+    result = pt2onnx.export(AdaptivePoolBackward(), (grad, x), dynamic_shapes="auto")
+    assert result.verify(grad, x).ok
 
 
 def test_a_shape_computed_at_run_time_is_checked_against_torchs():

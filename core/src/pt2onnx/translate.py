@@ -42,7 +42,11 @@ from .provenance import METADATA_KEYS, location_of, metadata_props
 from .registration import Registration
 from .registry import Entry, Registry
 
-__all__ = ["GraphTranslator", "TranslatedGraph", "UnknownCustomOpWarning", "check_shapes"]
+__all__ = ["NONFINITE_MODES", "GraphTranslator", "TranslatedGraph", "UnknownCustomOpWarning", "check_shapes"]
+
+#: The values of ``export(nonfinite=...)``: the ONNX ops' own results on NaN and ±inf where
+#: torch's cost run time (``"onnx"``, the default), or torch's everywhere (``"torch"``).
+NONFINITE_MODES = ("onnx", "torch")
 
 # Namespaces of ops torch itself defines; any other namespace is a user's custom op.
 _TORCH_NAMESPACES = frozenset(
@@ -76,6 +80,8 @@ class TranslatedGraph:
     torch_typed: dict[ir.Value, str] = field(default_factory=dict)
     #: The graph inputs' symbolic dims that are one symbol each (``batch``, ``s77``).
     input_symbols: frozenset[str] = frozenset()
+    #: Per (op, plugin, deviation) that ``op.exact_nonfinite`` recorded: how many FX nodes.
+    nonfinite_deviations: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 def _is_custom(name: str) -> bool:
@@ -99,11 +105,13 @@ class GraphTranslator:
         opset: int,
         *,
         unknown_custom_ops: str = "error",
+        nonfinite: str = "onnx",
     ) -> None:
         self.registry = registry
         self.dims = dims
         self.opset = opset
         self.unknown_custom_ops = unknown_custom_ops
+        self.nonfinite = nonfinite
         self.domains: dict[str, int] = {}
         self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
         self.usage: Counter[tuple[str, str]] = Counter()
@@ -116,6 +124,10 @@ class GraphTranslator:
         self._prefix = ""
         # Higher-order-op nodes being lowered, outermost first (provenance of body nodes).
         self._enclosing: list[torch.fx.Node] = []
+        # The plugins of the converters being called, as ``_enclosing``'s nodes.
+        self._calling: list[str] = []
+        # What ``op.exact_nonfinite`` recorded: (op, plugin, deviation, FX node), in call order.
+        self._deviations: list[tuple[str, str, str, torch.fx.Node]] = []
 
     # -- checks before translating anything -----------------------------------------
 
@@ -205,6 +217,7 @@ class GraphTranslator:
             self.converted,
             self.torch_typed,
             self._input_symbols,
+            self._deviation_counts(),
         )
 
     # -- bodies of higher-order ops ---------------------------------------------------
@@ -277,6 +290,22 @@ class GraphTranslator:
         self.functions[key] = function
         return function
 
+    def exact_nonfinite(self, deviation: str) -> bool:
+        """See :meth:`pt2onnx.op.Op.exact_nonfinite`."""
+        if not self._enclosing:
+            raise RuntimeError("op.exact_nonfinite is only available while a node is translated")
+        if self.nonfinite == "torch":
+            return True
+        node = self._enclosing[-1]
+        self._deviations.append((op_name(node.target), self._calling[-1], deviation, node))
+        return False
+
+    def _deviation_counts(self) -> dict[tuple[str, str, str], int]:
+        nodes: dict[tuple[str, str, str], set[torch.fx.Node]] = {}
+        for op, plugin, deviation, node in self._deviations:
+            nodes.setdefault((op, plugin, deviation), set()).add(node)
+        return {key: len(found) for key, found in sorted(nodes.items())}
+
     def use_domain(self, domain: str, version: int) -> None:
         """Record that nodes of ``domain`` (at ``version``) are emitted."""
         known = self.domains.get(domain)
@@ -331,10 +360,12 @@ class GraphTranslator:
                 _check_complex(node, registration)
             graph = op.builder.graph
             nodes_before, initializers_before = len(graph), len(graph.initializers)
+            deviations_before = len(self._deviations)
             try:
                 result = self._call(op, node, fn, plugin, args, kwargs)
             except ConverterDeclined as e:
                 _drop_emitted(graph, nodes_before, initializers_before)
+                del self._deviations[deviations_before:]  # the plain form it chose is dropped too
                 declined.append((plugin, e.reason))
                 continue
             props = self._props(node)
@@ -362,6 +393,7 @@ class GraphTranslator:
         """``fn(op, *args, **kwargs)``, its errors given the node's location and what to do next."""
         op._node = node
         self._enclosing.append(node)
+        self._calling.append(plugin)
         try:
             return fn(op, *args, **kwargs)
         except ConverterDeclined:
@@ -392,6 +424,7 @@ class GraphTranslator:
         finally:
             op._node = None
             self._enclosing.pop()
+            self._calling.pop()
 
     def _props(self, node: torch.fx.Node) -> dict[str, str]:
         return metadata_props(node, [n for n in self._enclosing if n is not node])
@@ -669,16 +702,17 @@ def _dims_agree(got: ir.Shape, expected: ir.Shape, input_symbols: frozenset[str]
     be right only for the example's sizes (with ``expressions=False``, only where torch
     has an input's own symbol: an expression such as ``(x_dim0*x_dim1)//2`` may be one
     size under torch's guards). So is an input's own symbolic dim (``batch``, from
-    ``input_symbols``) where torch has a static size or another input's symbol: torch
-    merges two input dims it knows equal into one symbol, so two symbols are two sizes. An
-    expression (``2*seq``), a name the converter made up, or an unknown dim is no claim,
-    so it agrees with anything; and so is any symbolic dim where torch has an expression.
+    ``input_symbols``) where torch has a static size. An input's symbol where torch has
+    another input's symbol is no claim: torch keeps two symbols for dims its kernels
+    require equal without a guard (``adaptive_avg_pool2d_backward``'s ``grad_output`` and
+    ``self``), so they may be one size in every run torch accepts. An expression
+    (``2*seq``), a name the converter made up, or an unknown dim is no claim either.
     """
     for g, e in zip(got, expected):
         if isinstance(g, int):
             if g != e and (expressions or isinstance(e, int) or e.value in input_symbols):
                 return False
-        elif g.value in input_symbols and (isinstance(e, int) or (e.value in input_symbols and e.value != g.value)):
+        elif g.value in input_symbols and isinstance(e, int):
             return False
     return True
 
