@@ -1,6 +1,6 @@
 """The command line says what it can do and does what the API does: ``--dynamic`` on a
 factory with keyword inputs, ``--version``, ``--weights``/``--dtype``/``--max-shard-bytes``,
-progress while ``--verify`` runs, and the exit statuses docs/cli.md lists."""
+``--nonfinite``, progress while ``--verify`` runs, and the exit statuses docs/cli.md lists."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 import torch
@@ -114,6 +115,12 @@ def on_meta():
 def real():
     torch.manual_seed(0)
     return Net().eval(), (torch.randn(2, 64),)
+
+
+def pooled():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2))
+    return net.eval(), (torch.randn(1, 3, 8, 8),)
 """
 
 
@@ -385,3 +392,33 @@ def test_verify_shows_a_phase_line_on_a_terminal(project):
         [PT2ONNX, "export", "models.py:real", "-o", "net.onnx", "--verify", "--quiet"], project
     )
     assert status == 0 and "pt2onnx verify" not in err, err
+
+
+# -- --nonfinite: torch's results on NaN and ±inf, or the ONNX op's where they cost run time ---
+
+
+def _op_types(path: Path) -> set[str]:
+    return {node.op_type for node in onnx.load(str(path)).graph.node}
+
+
+def test_nonfinite_picks_the_max_pool_form_and_says_which_ops_differ(project):
+    done = run("export", "models.py:pooled", "-o", "plain.onnx", "--quiet", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "non-finite inputs: aten::max_pool2d.default differs from torch" in done.stdout
+    assert "--nonfinite torch" in done.stdout
+    assert "If" not in _op_types(project / "plain.onnx")
+
+    done = run(
+        "export", "models.py:pooled", "-o", "exact.onnx", "--nonfinite", "torch", "--json", "--quiet", cwd=project
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)["report"]
+    assert report["nonfinite"] == "torch" and report["nonfinite_deviations"] == []
+    assert "If" in _op_types(project / "exact.onnx")
+
+
+def test_a_nonfinite_value_the_api_has_not_is_a_usage_error(project):
+    done = run("export", "models.py:pooled", "-o", "m.onnx", "--nonfinite", "exact", cwd=project)
+    assert done.returncode == 2, done.stderr
+    assert "argument --nonfinite: invalid choice: 'exact'" in done.stderr
+    assert not (project / "m.onnx").exists()

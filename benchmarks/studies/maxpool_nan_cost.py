@@ -3,12 +3,13 @@
     python benchmarks/studies/maxpool_nan_cost.py [--runs 3000]
 
 onnxruntime's MaxPool skips NaN (torch gives the window NaN) and gives the lowest finite
-value for a window of -inf. pt2onnx's ``max_pool`` converter therefore pools once when the
-input's sum is finite and takes an exact branch (a second MaxPool of a per-element code)
-otherwise: an ``If`` per MaxPool. This script times five versions of one export, one
+value for a window of -inf. pt2onnx's ``max_pool`` converter under ``nonfinite="torch"``
+therefore pools once when the input's sum is finite and takes an exact branch (a second
+MaxPool of a per-element code) otherwise: an ``If`` per MaxPool. This study decided the
+default (issue #27): plain MaxPool, the exact form asked for with ``nonfinite="torch"``. This script times five versions of one export, one
 thread, in shuffled rounds (``latency.interleaved``; median over ``--runs``):
 
-* ``as exported``: the ``If`` on the input's sum;
+* ``as exported``: the ``If`` on the input's sum (``nonfinite="torch"``);
 * ``plain MaxPool``: each ``If`` replaced by its pooled branch (what torch.onnx emits;
   wrong for NaN and -inf);
 * ``always exact``: each ``If`` replaced by its exact branch, inlined (no control flow);
@@ -156,7 +157,9 @@ def measure(name: str, runs: int) -> dict[str, float]:
     import pt2onnx
 
     case = getattr(model_cases, name)()
-    exported = pt2onnx.export(case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes).model_proto
+    exported = pt2onnx.export(
+        case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes, nonfinite="torch"
+    ).model_proto
     variants = {
         "as exported": exported,
         "plain MaxPool": plain_max_pool(exported),

@@ -250,6 +250,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         ("opset", args.opset),
         ("strict", args.strict),
         ("source_paths", args.source_paths),
+        ("nonfinite", args.nonfinite),
         ("weights", args.weights),
         ("dtype", _dtype(args.dtype)),
     ):
@@ -287,6 +288,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
         )
         return EXIT_OK if check is None or check.ok else EXIT_VERIFICATION
     _echo(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
+    deviating = result.report.nonfinite_deviations
+    if deviating:
+        ops = ", ".join(d.op for d in deviating)
+        verb = "differs" if len(deviating) == 1 else "differ"
+        _echo(f"non-finite inputs: {ops} {verb} from torch on some NaN or ±inf (--nonfinite torch: torch's results)")
     if args.report == "-":
         _echo(result.report)
     elif report_file is not None:
@@ -482,6 +488,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         choices=["relative", "full", "none"],
         default=None,
         help="source file paths in the model's provenance metadata (default: relative to the project root)",
+    )
+    exp.add_argument(
+        "--nonfinite",
+        choices=["onnx", "torch"],
+        default=None,
+        help="results on NaN and ±inf: 'onnx' (default) keeps the ONNX op's own where torch's cost run time "
+        "(max pooling; the report lists such ops), 'torch' exports torch's exact forms",
     )
     return parser, {"plugins": plugins, "ops": ops, "export": exp}
 

@@ -34,11 +34,11 @@ from .project import project_root
 from .provenance import SourcePaths, apply_source_paths, check_source_paths
 from .registration import Registration
 from .registry import Entry, Registry, build_registry
-from .report import Contribution, OpUsage, Report, TensorInfo, function_id, report_format
+from .report import Contribution, NonfiniteDeviation, OpUsage, Report, TensorInfo, function_id, report_format
 from .result import ExportResult
 from .save import prepare_location
 from .torch_warnings import torch_internal_warnings_silenced
-from .translate import GraphTranslator, TranslatedGraph, check_shapes
+from .translate import NONFINITE_MODES, GraphTranslator, TranslatedGraph, check_shapes
 from .weights import WeightPlan, Weights
 
 __all__ = ["export"]
@@ -83,6 +83,17 @@ def _contributions(
     return [Contribution(r.kind, r.op, r.plugin, str(r.layer), function_id(r.fn)) for r in unique.values()]
 
 
+def _check_nonfinite(mode: object) -> Literal["onnx", "torch"]:
+    """``mode`` if it is a valid ``nonfinite`` value, else an :class:`OptionError`."""
+    if mode not in NONFINITE_MODES:
+        raise OptionError(
+            f"nonfinite={mode!r} is not one of {', '.join(map(repr, NONFINITE_MODES))}",
+            hint="'onnx' (default: the ONNX ops' own results on NaN and ±inf where torch's would cost run "
+            "time; the report lists those ops) or 'torch' (torch's results on every input)",
+        )
+    return mode  # type: ignore[return-value]
+
+
 def export(
     model: torch.nn.Module | ExportedProgram | Any,
     args: Any = (),
@@ -101,6 +112,7 @@ def export(
     unknown_custom_ops: Literal["error", "emit"] = "error",
     modules_as_functions: ModuleSelection = False,
     source_paths: SourcePaths = "relative",
+    nonfinite: Literal["onnx", "torch"] = "onnx",
     report: str | os.PathLike[str] | None = None,
     weights: Weights | None = None,
     dtype: torch.dtype | None = None,
@@ -141,6 +153,12 @@ def export(
             (``pt2onnx.source``): ``"relative"`` to the project root (the directory of the
             nearest pyproject.toml, else the working directory), ``"full"``, or ``"none"``
             (no source lines). Error messages always show full paths.
+        nonfinite: ``"onnx"``: every op matches torch on finite inputs, but where torch's
+            results on NaN or ±inf would cost run time on every input (today: max
+            pooling's, an ``If`` and a pass over the whole input per layer), the op gives
+            the ONNX op's own; the report lists those ops and the inputs on which they
+            differ (``report.nonfinite_deviations``). ``"torch"``: torch's results on
+            every input.
         report: if given, write the export report there; the suffix picks the format
             (``.md``, ``.html``, ``.json``). ``save()`` and ``verify()`` on the result
             rewrite it, so it ends up holding their sizes and differences too.
@@ -175,6 +193,7 @@ def export(
     args, kwargs = normalize_args(args), dict(kwargs or {})
     others = [(normalize_args(a), dict(k or {})) for a, k in other_inputs]
     source_paths = check_source_paths(source_paths)
+    export_report.nonfinite = nonfinite = _check_nonfinite(nonfinite)
 
     with export_report.phase("plugins"), progress.phase("plugins"):
         plugin_set = load_plugins(plugins, disable=disable)
@@ -231,7 +250,9 @@ def export(
     with export_report.phase("translate"), progress.phase("translate", nodes) as advance:
         signature = inspect.signature(eager.forward) if eager is not None else None
         dims = DimNames(dim_names(program, signature, args, kwargs, shapes))
-        translator = GraphTranslator(registry, dims, target_opset, unknown_custom_ops=unknown_custom_ops)
+        translator = GraphTranslator(
+            registry, dims, target_opset, unknown_custom_ops=unknown_custom_ops, nonfinite=nonfinite
+        )
         graph_module = program.graph_module
         if modules_as_functions:
             graph_module = outline_modules(graph_module, modules_as_functions)
@@ -246,6 +267,10 @@ def export(
         plan.finish(onnx_model, program, example, keep_io_dtype=keep_io_dtype)
         check_shapes(onnx_model, translated)
     export_report.ops = _op_usage(registry, translated, decomposed.applied)
+    export_report.nonfinite_deviations = [
+        NonfiniteDeviation(op, count, plugin, deviation)
+        for (op, plugin, deviation), count in translated.nonfinite_deviations.items()
+    ]
     export_report.nodes_translated = count_nodes(onnx_model)
 
     with export_report.phase("optimize"), progress.phase("optimize"):

@@ -100,6 +100,34 @@ class Op(OpBuilder):
         """
         return ConverterDeclined(reason)
 
+    def exact_nonfinite(self, deviation: str) -> bool:
+        """Whether to emit torch's exact results on NaN and ±inf where that costs run time.
+
+        For a converter whose plain ONNX form matches torch on every finite input but not on
+        some non-finite ones, and whose exact form costs the model measurable run time on
+        every input (an ``If``, a second pass over the whole tensor), such as max pooling.
+        Exact forms that cost next to nothing (a ``Where`` on the output) need no question.
+
+        Returns True when the export asked for torch's semantics (``nonfinite="torch"``,
+        ``--nonfinite torch``): emit the exact form. Otherwise (the default,
+        ``nonfinite="onnx"``) records ``deviation`` for the export report's "Non-finite
+        deviations" section, with this node's op and the converter's plugin, and returns
+        False: emit the plain form.
+
+        ``deviation`` says on which inputs the plain form differs, and what torch gives:
+        ``"a window holding a NaN may give the largest of its other values (torch: NaN)"``.
+
+        A converter asks once per node, and only where the input can hold NaN or inf
+        (floating dtypes)::
+
+            if op.exact_nonfinite("a window holding a NaN ... (torch: NaN)"):
+                return exact_form(op, x)
+            return op.MaxPool(x, **attrs)
+        """
+        if not isinstance(deviation, str) or not deviation.strip():
+            raise TypeError("op.exact_nonfinite(deviation): say on which inputs the plain form differs from torch")
+        return self._translator.exact_nonfinite(deviation)
+
     # -- small helpers every converter family needs ---------------------------------
 
     @staticmethod

@@ -35,6 +35,7 @@ from .runtime import OutputDifference, Verification
 __all__ = [
     "REPORT_FORMATS",
     "Contribution",
+    "NonfiniteDeviation",
     "OpUsage",
     "Report",
     "TensorInfo",
@@ -45,6 +46,9 @@ __all__ = [
 
 #: The formats :meth:`Report.write` knows, by file suffix.
 REPORT_FORMATS = {".md": "markdown", ".html": "html", ".json": "json"}
+
+#: How to export torch's exact results where the report lists non-finite deviations.
+NONFINITE_RESTORE = 'nonfinite="torch" (--nonfinite torch)'
 
 _VERSIONED = ("pt2onnx", "torch", "onnx", "onnx-ir", "onnxscript", "onnxruntime")
 
@@ -94,6 +98,25 @@ class OpUsage:
     how: str = "converted"
     #: The plugins whose converters declined these nodes (``op.decline``) before this one converted them.
     declined_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NonfiniteDeviation:
+    """Ops exported with the ONNX op's own results on NaN or ±inf, not torch's.
+
+    With ``nonfinite="onnx"`` (the default), a converter whose exact form would cost run
+    time on every input (max pooling's) emits the plain ONNX op; it matches torch on every
+    finite input, and differs on the inputs ``deviation`` names. ``nonfinite="torch"``
+    exports the exact forms.
+    """
+
+    op: str
+    #: How many nodes of the graph have this op.
+    count: int
+    #: The plugin whose converter emitted the plain form.
+    plugin: str
+    #: On which inputs the export differs from torch, and what torch gives there.
+    deviation: str
 
 
 @dataclass(frozen=True)
@@ -172,6 +195,10 @@ class Report:
         retraced: whether the program was re-traced with a decomposition table, and
             ``decompose_reason`` why (or why not).
         opset: the target ONNX opset.
+        nonfinite: the ``nonfinite`` option of the export: ``"onnx"`` (the ONNX ops' own
+            results on NaN and ±inf where torch's would cost run time) or ``"torch"``.
+        nonfinite_deviations: with ``nonfinite="onnx"``, the ops exported in their plain
+            form and on which non-finite inputs they differ from torch.
         ops: every op of the graph, the plugin that converted it and what it shadowed.
         passes: every optimization pass with the node count before and after.
         passes_off: the plugins' rewrites registered only for other opsets (off in
@@ -199,6 +226,8 @@ class Report:
     retraced: bool = False
     decompose_reason: str = ""
     opset: int = 0
+    nonfinite: str = "onnx"
+    nonfinite_deviations: list[NonfiniteDeviation] = field(default_factory=list)
     ops: list[OpUsage] = field(default_factory=list)
     #: Every registration that did work, with the plugin that made it (what a plugin's tests prove).
     contributions: list[Contribution] = field(default_factory=list)
@@ -281,6 +310,9 @@ class Report:
             how = " (decomposed)" if u.how == "decomposed" else ""
             after = f" (declined by {', '.join(u.declined_by)})" if u.declined_by else ""
             lines.append(f"  {u.op:<40} x{u.count:<4} {u.plugin} [{u.layer}]{how}{after}{shadow}")
+        if self.nonfinite_deviations:
+            lines.append(f"non-finite deviations (exact forms: {NONFINITE_RESTORE}):")
+            lines.extend(f"  {d.op:<40} x{d.count:<4} {d.plugin}: {d.deviation}" for d in self.nonfinite_deviations)
         if self.passes:
             lines.append("optimization passes:")
             lines.extend(f"  {p.name:<26} -{p.removed:<5} nodes {p.seconds:.3f}s" for p in self.passes)

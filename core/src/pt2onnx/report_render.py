@@ -10,6 +10,8 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from .report import NONFINITE_RESTORE
+
 if TYPE_CHECKING:
     from .report import Report
 
@@ -43,6 +45,14 @@ def _sections(report: Report) -> list[_Section]:
     summary.lines.append(
         f"opset {report.opset}; ONNX nodes: {report.nodes_translated} translated, {report.nodes_final} after optimization"
     )
+    if report.nonfinite == "torch":
+        summary.lines.append('non-finite inputs: torch\'s results on NaN and ±inf everywhere (nonfinite="torch")')
+    elif report.nonfinite_deviations:
+        deviating = len(report.nonfinite_deviations)
+        summary.lines.append(
+            f"non-finite inputs: {deviating} op{'s differ' if deviating > 1 else ' differs'} from torch on some NaN "
+            "or ±inf inputs (see Non-finite deviations)"
+        )
     summary.lines.append(f"weights: {_size(report.weights_bytes)}")
     for path, nbytes in report.saved.items():
         summary.lines.append(f"saved: {path} ({_size(nbytes)})")
@@ -77,6 +87,21 @@ def _sections(report: Report) -> list[_Section]:
             tolerance = (f"{o.atol:g}", f"{o.rtol:g}")
             section.rows.append((o.name, o.dtype, f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", *tolerance, *flags))
         sections.append(section)
+
+    if report.nonfinite_deviations:
+        deviations = _Section(
+            "Non-finite deviations",
+            lines=[
+                "These ops are exported as the ONNX op computes them: exact on every finite input, "
+                "they differ from torch on the NaN or ±inf inputs named below, where torch's exact "
+                "form would cost run time on every input.",
+                f"To export torch's exact forms: {NONFINITE_RESTORE}.",
+            ],
+            headers=("op", "nodes", "converted by", "differs from torch where"),
+        )
+        for d in report.nonfinite_deviations:
+            deviations.rows.append((d.op, str(d.count), d.plugin, d.deviation))
+        sections.append(deviations)
 
     ops = _Section("Ops", headers=("op", "nodes", "converted by", "layer", "declined by", "shadows"))
     for u in sorted(report.ops, key=lambda u: u.op):

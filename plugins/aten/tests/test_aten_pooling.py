@@ -29,7 +29,16 @@ def windows(draw, spatial, dilation=True):
     return kernel, stride, padding, dil, sizes, draw(st.booleans())
 
 
-def _distinct(draw, shape, dtype):
+# Max pooling's exact NaN and -inf cost run time on every input, so the default export
+# (nonfinite="onnx") gives onnxruntime's MaxPool there (issue #27): it is checked on finite
+# inputs (and the infinities MaxPool with indices keeps), torch's exact form under
+# nonfinite="torch" on every edge value.
+FINITE = ("zero", "subnormal", "extreme")
+INFINITIES = (float("inf"), -float("inf"))
+NAN_AND_INFINITIES = (float("nan"), *INFINITIES)
+
+
+def _distinct(draw, shape, dtype, edges=NAN_AND_INFINITIES):
     # Distinct values (exact in float16 too), so the position of each max is unique, but for
     # some NaN and infinities: torch's index is the window's last NaN, else its first max.
     n = 1
@@ -37,31 +46,83 @@ def _distinct(draw, shape, dtype):
         n *= s
     generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
     values = torch.randperm(n, generator=generator).reshape(shape).to(torch.float64) - n / 2
-    edges = draw(st.lists(st.sampled_from([float("nan"), float("inf"), -float("inf")]), max_size=n))
+    edges = draw(st.lists(st.sampled_from(edges), max_size=n))
     positions = torch.randperm(n, generator=generator)[: len(edges)]
     values.view(-1)[positions] = torch.tensor(edges, dtype=torch.float64)
     return values.to(dtype)
 
 
-@given(data=st.data(), spatial=st.integers(1, 3), dtype=dtypes(("float32", "float16", "float64", "bfloat16")))
-def test_max_pool(data, spatial, dtype):
+@given(
+    data=st.data(),
+    spatial=st.integers(1, 3),
+    dtype=dtypes(("float32", "float16", "float64", "bfloat16")),
+    nonfinite=st.sampled_from(["onnx", "torch"]),
+)
+def test_max_pool(data, spatial, dtype, nonfinite):
     kernel, stride, padding, dilation, sizes, ceil_mode = data.draw(windows(spatial))
-    x = data.draw(tensors((2, 2, *sizes), dtype))
+    # The default form on finite inputs, torch's exact form on every edge value.
+    edges = FINITE if nonfinite == "onnx" else True
+    x = data.draw(tensors((2, 2, *sizes), dtype, edge_values=edges))
     fn = [F.max_pool1d, F.max_pool2d, F.max_pool3d][spatial - 1]
     model = Call(lambda x: fn(x, kernel, stride, padding, dilation, ceil_mode))
-    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::max_pool{spatial}d"])
+    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::max_pool{spatial}d"], nonfinite=nonfinite)
 
 
 @given(
-    data=st.data(), spatial=st.integers(2, 3), dtype=dtypes(("float32", "float16", "float64")), unbatched=st.booleans()
+    data=st.data(),
+    spatial=st.integers(2, 3),
+    dtype=dtypes(("float32", "float16", "float64")),
+    unbatched=st.booleans(),
+    nonfinite=st.sampled_from(["onnx", "torch"]),
 )
-def test_max_pool_with_indices(data, spatial, dtype, unbatched):
+def test_max_pool_with_indices(data, spatial, dtype, unbatched, nonfinite):
     kernel, stride, padding, dilation, sizes, ceil_mode = data.draw(windows(spatial))
-    x = _distinct(data.draw, (2, 3, *sizes), dtype)
+    # The default form keeps the infinities; only torch's exact form is checked on NaN.
+    edges = INFINITIES if nonfinite == "onnx" else NAN_AND_INFINITIES
+    x = _distinct(data.draw, (2, 3, *sizes), dtype, edges)
     x = x[0] if unbatched else x
     fn = [F.max_pool2d, F.max_pool3d][spatial - 2]
     model = Call(lambda x: fn(x, kernel, stride, padding, dilation, ceil_mode, return_indices=True))
-    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::max_pool{spatial}d_with_indices"])
+    assert_exports_like_eager(model, (x,), expect_ops=[f"aten::max_pool{spatial}d_with_indices"], nonfinite=nonfinite)
+
+
+def _window_of_nan(pool, dtype):
+    # One window holding a NaN, where onnxruntime 1.32's kernels give the largest other value:
+    # max_pool1d skips a NaN anywhere, MaxPool with indices one that is not first in its window.
+    nan = float("nan")
+    if pool == "max":
+        return Call(lambda t: F.max_pool1d(t, 4)), torch.tensor([[[nan, 1.0, 2.0, 3.0]]], dtype=dtype)
+    return Call(lambda t: F.max_pool2d(t, 2, return_indices=True)), torch.tensor(
+        [[[[1.0, nan], [3.0, 2.0]]]], dtype=dtype
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)  # bfloat16: pooled in float32
+@pytest.mark.parametrize("pool", ["max", "max_with_indices"])
+def test_max_pool_is_the_plain_op_by_default_and_the_report_says_where_it_differs(pool, dtype):
+    model, x = _window_of_nan(pool, dtype)
+    result = assert_exports_like_eager(model, (torch.randn_like(x),))  # finite: exact
+    # One MaxPool, no guard: no If, no test for NaN, no second pass (the dynamic sizes' Shape stays).
+    ops = [n.op_type for n in result.model.graph]
+    assert ops.count("MaxPool") == 1 and not {"If", "IsNaN", "IsInf", "ReduceSum", "Where"} & set(ops), ops
+    [deviation] = result.report.nonfinite_deviations
+    assert deviation.op == ("aten::max_pool1d.default" if pool == "max" else "aten::max_pool2d_with_indices.default")
+    assert deviation.plugin == "aten" and deviation.count == 1
+    assert "a window holding a NaN may give the largest of its other values" in deviation.deviation
+    assert "## Non-finite deviations" in result.report.to_markdown()
+
+    # The deviation, as the report says: the window's largest other value (and its index).
+    expected = model(x)
+    got = result.run(x)
+    if pool == "max":
+        assert torch.isnan(expected).all() and float(got.item()) == 3.0
+    else:
+        assert torch.isnan(expected[0]).all() and expected[1].item() == 1
+        assert float(got[0].item()) == 3.0 and int(got[1].item()) == 2
+
+    exact = assert_exports_like_eager(model, (x,), nonfinite="torch")
+    assert exact.report.nonfinite_deviations == []
+    assert {"If" if pool == "max" else "IsNaN"} <= {n.op_type for n in exact.model.graph}
 
 
 @given(
@@ -136,7 +197,7 @@ def test_pooling_at_opset_14():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 def test_max_pool_takes_the_exact_branch_for_every_input_that_needs_it(dtype):
-    # One export; inputs whose sum is finite pool once, the others (a NaN, a window of only
+    # nonfinite="torch": one export; inputs whose sum is finite pool once, the others (a NaN, a window of only
     # -inf, a -inf beside +inf, finite values whose sum overflows) take the exact branch.
     big = torch.finfo(dtype).max
     x = torch.arange(32, dtype=dtype).reshape(1, 2, 4, 4)
@@ -150,7 +211,8 @@ def test_max_pool_takes_the_exact_branch_for_every_input_that_needs_it(dtype):
     cases["both infinities"][0, 0, 3, 3] = float("inf")
     cases["overflowing sum"] = torch.full_like(x, big)
     inputs = [((v,), {}) for v in cases.values()]
-    result = assert_exports_like_eager(Call(lambda t: F.max_pool2d(t, 2)), (x,), other_inputs=inputs)
+    model = Call(lambda t: F.max_pool2d(t, 2))
+    result = assert_exports_like_eager(model, (x,), other_inputs=inputs, nonfinite="torch")
     assert [n.op_type for n in result.model.graph].count("If") == 1
 
 

@@ -50,18 +50,39 @@ def _torch_sized(op, x, pooled, attrs):
     return op.Slice(pooled, op.constant([0] * spatial), op.constant(wanted), op.constant(axes))
 
 
-def _max_pool(op, x, attrs):
-    """``MaxPool`` with torch's NaN and -inf: a window holding a NaN gives NaN, one of only -inf gives -inf.
+#: Where onnxruntime's MaxPool differs from torch (1.32; its kernels differ from each other):
+#: a NaN is compared like any value, so it wins or loses by its place in the window.
+MAX_POOL_DEVIATION = (
+    "a window holding a NaN may give the largest of its other values, or the lowest finite value if it has "
+    "none (torch: NaN); a window of only -inf may give the lowest finite value (torch: -inf); onnxruntime's "
+    "kernels differ in which windows"
+)
+#: MaxPool with indices keeps -inf: only a NaN differs.
+MAX_POOL_INDICES_DEVIATION = (
+    "a window holding a NaN may give the largest of its other values and that value's index (torch: NaN and "
+    "the index of the window's last NaN); onnxruntime's kernels differ in which windows"
+)
 
-    onnxruntime's MaxPool skips NaN, and its float32 kernel gives the lowest finite value
-    for a window of -inf (onnxruntime 1.32). A second MaxPool of a code per element (2: NaN,
+
+def _max_pool(op, x, attrs, exact):
+    """``MaxPool``; ``exact``: with torch's NaN and -inf, a window holding a NaN gives NaN,
+    one of only -inf gives -inf.
+
+    onnxruntime's MaxPool compares a NaN like any value (it wins or loses by its place in
+    the window), and its float32 kernels give the lowest finite value for a window of -inf
+    (onnxruntime 1.32). A second MaxPool of a code per element (2: NaN,
     1: anything else, 0: -inf) says which windows torch fills with NaN or -inf. Only an
     input holding a NaN or -inf needs it, and such an input's sum is not finite: an ``If``
     on the sum pools once otherwise (a sum that overflows takes the exact branch too).
+    The ``If`` and the sum cost a small CNN about a quarter of its run time in onnxruntime
+    (graph compilers stop fusing at the ``If``): the exact form is asked for by the export
+    (``nonfinite="torch"``), not the default.
     """
     out = _torch_sized(op, x, op.MaxPool(x, **attrs), attrs)
+    if not exact:
+        return out
 
-    def exact(sub):
+    def exact_form(sub):
         zero, one, two = (sub.constant(v, x.dtype) for v in (0.0, 1.0, 2.0))
         code = sub.Where(is_nan(sub, x), two, sub.Where(is_inf(sub, x, detect_positive=0), zero, one))
         window = _torch_sized(sub, x, sub.MaxPool(code, **attrs), attrs)
@@ -75,16 +96,27 @@ def _max_pool(op, x, attrs):
     return op.If(
         finite,
         then_branch=op.subgraph(lambda sub: [sub.Identity(out)], [], name=f"{name}.pooled"),
-        else_branch=op.subgraph(exact, [], name=f"{name}.nan_or_neg_inf"),
+        else_branch=op.subgraph(exact_form, [], name=f"{name}.nan_or_neg_inf"),
     )
+
+
+def _exact_nonfinite(op, x, deviation):
+    """Whether the export wants torch's results on NaN and ±inf for ``x`` (only floats hold them)."""
+    dtype = op.dtype_of(x)
+    return (dtype is None or dtype.is_floating_point()) and op.exact_nonfinite(deviation)
 
 
 @converter("aten::max_pool1d.default", "aten::max_pool2d.default", "aten::max_pool3d.default")
 def max_pool(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     spatial, attrs = _window(op, kernel_size, stride, padding, dilation)
     attrs["ceil_mode"] = int(ceil_mode)
+    exact = _exact_nonfinite(op, self, MAX_POOL_DEVIATION)
     return compute(
-        op, lambda x: batched(op, x, spatial, lambda xb: _max_pool(op, xb, attrs)), [self], op.output_dtype, FLOATS
+        op,
+        lambda x: batched(op, x, spatial, lambda xb: _max_pool(op, xb, attrs, exact)),
+        [self],
+        op.output_dtype,
+        FLOATS,
     )
 
 
@@ -92,12 +124,16 @@ def max_pool(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=
 def max_pool_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     spatial, attrs = _window(op, kernel_size, stride, padding, dilation)
     attrs["ceil_mode"] = int(ceil_mode)
+    # torch's NaN costs a second MaxPool, of the whole input in float64: asked for, not the default.
+    exact = _exact_nonfinite(op, self, MAX_POOL_INDICES_DEVIATION)
 
     def pool(x):
         out, flat = (_torch_sized(op, x, v, attrs) for v in op.MaxPool(x, _outputs=2, **attrs))
         # ONNX numbers indices over the whole tensor, torch within each (batch, channel) plane.
         plane = shape_of(op, x, start=-spatial)
         index = op.Mod(flat, op.ReduceProd(plane, keepdims=1))
+        if not exact:
+            return out, index
         # torch gives a window holding a NaN the value NaN and the index of its last NaN
         # (onnxruntime skips NaN): the largest position of a NaN in the window, pooled exactly
         # as float64, else -1.
