@@ -1,0 +1,58 @@
+"""Encoders whose position table bounds the sequence export with ``dynamic_shapes="auto"``.
+
+Issue #25: BERT, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2 and a BERT classifier failed with
+``Constraints violated (sequence_length)! ... <= 128``: the pack names the sequence dim
+without the model's own maximum. Capture now takes torch's suggested bound, the report
+says so, and the model runs at another batch and sequence length.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers as tf
+
+import pt2onnx
+
+pytestmark = pytest.mark.slow
+
+_ENCODER = {
+    "vocab_size": 100,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 128,
+}
+
+#: name -> (config class, model class, config arguments)
+ENCODERS = {
+    "bert": (tf.BertConfig, tf.BertModel, _ENCODER),
+    "bert-classifier": (tf.BertConfig, tf.BertForSequenceClassification, _ENCODER),
+    "distilbert": (
+        tf.DistilBertConfig,
+        tf.DistilBertModel,
+        {"vocab_size": 100, "dim": 64, "hidden_dim": 128, "n_layers": 2, "n_heads": 4, "max_position_embeddings": 128},
+    ),
+    "albert": (tf.AlbertConfig, tf.AlbertModel, {**_ENCODER, "embedding_size": 32}),
+    "electra": (tf.ElectraConfig, tf.ElectraModel, {**_ENCODER, "embedding_size": 32}),
+    "deberta-v2": (tf.DebertaV2Config, tf.DebertaV2Model, _ENCODER),
+}
+
+
+@pytest.mark.parametrize("name", list(ENCODERS))
+def test_an_encoder_exports_with_auto_and_runs_at_other_sizes(name):
+    config_class, model_class, arguments = ENCODERS[name]
+    torch.manual_seed(0)
+    model = model_class(config_class(**arguments)).eval()
+    ids = torch.randint(0, 100, (2, 9))
+    result = pt2onnx.export(
+        model, (), {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, dynamic_shapes="auto"
+    )
+    assert any("sequence_length" in fix for fix in result.report.shapes_refined), result.report.shapes_refined
+    for batch, length in ((2, 9), (3, 17), (1, 128)):
+        ids = torch.randint(0, 100, (batch, length))
+        mask = torch.ones_like(ids)
+        mask[0, length // 2 :] = 0
+        check = result.verify(input_ids=ids, attention_mask=mask)
+        assert check.ok, f"{name} at batch {batch}, sequence {length}:\n{check}"
