@@ -10,8 +10,10 @@ it with ``disable=["transformers"]`` or ``pt2onnx -p no:transformers``. It regis
   (:mod:`.moe`).
 
 :func:`export_causal_lm` exports a causal LM with its cache in one call (CLI:
-``pt2onnx export pt2onnx_transformers.cli:causal_lm`` with ``PT2ONNX_MODEL`` naming a
-config or checkpoint, see :mod:`.cli`); :func:`greedy_decode` runs the exported graph.
+``pt2onnx-transformers causal-lm MODEL -o model.onnx``, MODEL a config or checkpoint, see
+:mod:`.cli`); :func:`greedy_decode` runs the exported graph;
+:func:`export_genai_folder` writes it as an onnxruntime-genai model folder with its
+``genai_config.json`` (:mod:`.genai`; CLI: ``pt2onnx-transformers causal-lm MODEL --genai FOLDER``).
 """
 
 from __future__ import annotations
@@ -19,10 +21,20 @@ from __future__ import annotations
 from pt2onnx.plugin import CustomOpRegistrar, PreparationRegistrar, hookimpl
 
 from . import moe
+from .genai import export_genai_folder, genai_config, save_genai_folder
 from .generation import empty_cache, greedy_decode
 from .inputs import cache_argument, causal_lm_inputs, export_causal_lm
 
-__all__ = ["cache_argument", "causal_lm_inputs", "empty_cache", "export_causal_lm", "greedy_decode"]
+__all__ = [
+    "cache_argument",
+    "causal_lm_inputs",
+    "empty_cache",
+    "export_causal_lm",
+    "export_genai_folder",
+    "genai_config",
+    "greedy_decode",
+    "save_genai_folder",
+]
 
 
 @hookimpl

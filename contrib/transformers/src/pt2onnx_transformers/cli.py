@@ -1,27 +1,37 @@
 """``pt2onnx-transformers``: export a Hugging Face causal LM with its cache from the command line.
 
     pt2onnx-transformers causal-lm MODEL -o model.onnx [--verify] [--report]
+    pt2onnx-transformers causal-lm MODEL --genai FOLDER [--tokenizer NAME] [--max-length N] [--verify]
 
 ``MODEL`` is a local checkpoint directory or a Hub model id (``AutoModelForCausalLM``);
 a directory holding only a ``config.json`` gives a random-weight model of that config.
-The export is :func:`pt2onnx_transformers.export_causal_lm`. Exit status as ``pt2onnx``'s:
-0 success, 1 error, 2 usage, 4 capture failed, 5 the model differs from eager.
+The export is :func:`pt2onnx_transformers.export_causal_lm`; with ``--genai`` it is written
+as an onnxruntime-genai model folder (:func:`pt2onnx_transformers.save_genai_folder`: the
+model, its external data, ``genai_config.json``, and the tokenizer's files: ``--tokenizer``'s,
+else ``MODEL``'s when it has them). Exit status as ``pt2onnx``'s: 0 success, 1 error, 2 usage,
+4 capture failed, 5 the model differs from eager.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from pt2onnx.errors import CaptureError, Pt2OnnxError, VerificationError
 
+from .genai import CONFIG_FILE, save_genai_folder
 from .inputs import causal_lm_inputs, export_causal_lm
 
-__all__ = ["load_causal_lm", "main"]
+__all__ = ["load_causal_lm", "load_tokenizer", "main"]
+
+#: Files of a saved tokenizer, one of which a checkpoint folder with a tokenizer holds.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")
 
 
 def load_causal_lm(name: str) -> torch.nn.Module:
@@ -34,12 +44,34 @@ def load_causal_lm(name: str) -> torch.nn.Module:
     return AutoModelForCausalLM.from_pretrained(name).eval()
 
 
+def load_tokenizer(name: str) -> Any:
+    """The tokenizer of ``name`` (a directory or Hub id); None for a directory without tokenizer files."""
+    from transformers import AutoTokenizer
+
+    path = Path(name)
+    if path.is_dir() and not any((path / file).is_file() for file in TOKENIZER_FILES):
+        return None
+    return AutoTokenizer.from_pretrained(name)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pt2onnx-transformers", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     lm = sub.add_parser("causal-lm", help="a causal LM with its KV cache: one graph for the prompt and each step")
     lm.add_argument("model", metavar="MODEL", help="checkpoint directory, Hub id, or directory with a config.json")
-    lm.add_argument("-o", "--output", required=True)
+    to = lm.add_mutually_exclusive_group(required=True)
+    to.add_argument("-o", "--output", help="the ONNX file")
+    to.add_argument(
+        "--genai",
+        metavar="FOLDER",
+        help="an onnxruntime-genai model folder: model.onnx, its data, genai_config.json, the tokenizer",
+    )
+    lm.add_argument(
+        "--tokenizer", metavar="NAME", help="with --genai: the tokenizer's directory or Hub id (default: MODEL's)"
+    )
+    lm.add_argument(
+        "--max-length", type=int, help="with --genai: search.max_length, prompt included (default: the context length)"
+    )
     lm.add_argument("--batch", type=int, default=2, help="example batch size (dynamic in the graph)")
     lm.add_argument("--sequence-length", type=int, default=3)
     lm.add_argument("--past-sequence-length", type=int, default=5)
@@ -51,17 +83,38 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pt2onnx-transformers`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.genai is None and (args.tokenizer is not None or args.max_length is not None):
+        parser.error("--tokenizer and --max-length go with --genai")
+    if args.max_length is not None and args.max_length < 1:
+        parser.error(f"--max-length {args.max_length}: give the longest sequence, prompt included (at least 1)")
     try:
         model = load_causal_lm(args.model)
     except (OSError, ValueError) as e:
         print(f"pt2onnx-transformers: error: cannot load {args.model!r}: {e}", file=sys.stderr)
         return 2
+    tokenizer = None
+    if args.genai is not None:
+        try:
+            tokenizer = load_tokenizer(args.tokenizer or args.model)
+        except (OSError, ValueError) as e:
+            if args.tokenizer is not None:
+                print(
+                    f"pt2onnx-transformers: error: cannot load the tokenizer {args.tokenizer!r}: {e}", file=sys.stderr
+                )
+                return 2
+            print(f"no tokenizer for {args.model!r} ({e}); the folder is written without one")
     try:
         sizes = {"batch": args.batch, "sequence_length": args.sequence_length}
         result = export_causal_lm(model, **sizes, past_sequence_length=args.past_sequence_length, opset=args.opset)
-        result.save(args.output)
-        print(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
+        if args.genai is not None:
+            save_genai_folder(model, result, args.genai, tokenizer=tokenizer, max_length=args.max_length)
+            print(f"saved {args.genai}: {len(result.model.graph)} nodes, opset {result.report.opset}")
+            print(_describe_genai(Path(args.genai), tokenizer))
+        else:
+            result.save(args.output)
+            print(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
         print(f"inputs: {', '.join(result.input_names)}\noutputs: {', '.join(result.output_names)}")
         if args.report:
             print(result.report)
@@ -78,6 +131,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pt2onnx-transformers: error: {e}", file=sys.stderr)
         return 5 if isinstance(e, VerificationError) else 4 if isinstance(e, CaptureError) else 1
     return 0
+
+
+def _describe_genai(folder: Path, tokenizer: Any) -> str:
+    config = json.loads((folder / CONFIG_FILE).read_text())["model"]
+    ids = ", ".join(f"{k} {config[k + '_token_id']}" for k in ("eos", "bos", "pad"))
+    written = f"{type(tokenizer).__name__}'s files" if tokenizer is not None else "no tokenizer"
+    return f"{CONFIG_FILE}: type {config['type']}, context {config['context_length']}, {ids}; {written}"
 
 
 if __name__ == "__main__":
