@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import shutil
 import subprocess
 import sys
@@ -19,6 +17,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
+
+from terminal import run_on_a_terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 PT2ONNX = shutil.which("pt2onnx", path=str(Path(sys.executable).parent)) or "pt2onnx"
@@ -357,28 +357,8 @@ def test_verify_of_a_meta_device_model_is_a_usage_error(project):
 
 
 def _stderr_on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    controller, device = pty.openpty()
-    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
-    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=device, env=env, text=True)
-    os.close(device)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([controller], [], [], 300)
-        if not ready:
-            proc.kill()
-            pytest.fail("no output for 300 s")
-        try:
-            data = os.read(controller, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(controller)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    status = proc.wait(timeout=60)
-    return status, out, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))
+    status, out, err = run_on_a_terminal(args, cwd)
+    return status, out, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", err)
 
 
 def test_verify_shows_a_phase_line_on_a_terminal(project):

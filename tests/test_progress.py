@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from terminal import run_on_a_terminal
 
 SCRIPT = """
 import sys, torch, pt2onnx
@@ -32,27 +30,9 @@ def _run(tmp_path: Path, mode: str, *, terminal: bool) -> tuple[str, str]:
         done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout, done.stderr
-    controller, device = pty.openpty()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=device, env=env, text=True)
-    os.close(device)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([controller], [], [], 300)
-        if not ready:
-            proc.kill()
-            pytest.fail("no output from the export for 300 s")
-        try:
-            data = os.read(controller, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(controller)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    assert proc.wait(timeout=60) == 0
-    return out, b"".join(chunks).decode("utf-8", "replace")
+    status, out, err = run_on_a_terminal(args)
+    assert status == 0, err[-3000:]
+    return out, err
 
 
 def _plain(text: str) -> str:
