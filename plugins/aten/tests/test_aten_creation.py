@@ -103,6 +103,17 @@ def test_masked_fill(data, x, tensor_value):
     assert_exports_like_eager(model, (x, mask), expect_ops=[op])
 
 
+@pytest.mark.parametrize("tensor_value", [True, False], ids=["tensor", "scalar"])
+def test_masked_fill_of_a_filled_tensor(tensor_value):
+    # Both overloads converted in every run: the property test above draws many empty inputs,
+    # which prove nothing (a seed drew no other for masked_fill.Tensor).
+    x, mask = torch.randn(3, 4), torch.tensor([True, False, True, False])
+    value = torch.tensor(-2.5) if tensor_value else -2.5
+    model = Fn2(lambda t, m: t.masked_fill(m, value))
+    op = "aten::masked_fill.Tensor" if tensor_value else "aten::masked_fill.Scalar"
+    assert_exports_like_eager(model, (x, mask), expect_ops=[op])
+
+
 def test_attention_mask_of_dynamic_length():
     seq = torch.export.Dim("seq")
     model = Fn(lambda t: t.masked_fill(torch.ones(t.shape[-1], t.shape[-1], dtype=torch.bool).triu(1), float("-inf")))

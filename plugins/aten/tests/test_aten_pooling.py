@@ -177,13 +177,19 @@ def test_adaptive_avg_pool(data, spatial, dtype, core):
     assert_exports_like_eager(model, (x,), expect_ops=[expected])
 
 
-@pytest.mark.parametrize("spatial", [2, 3])
-def test_core_adaptive_avg_pool_overloads(spatial):
-    # The Core ATen overloads, converted in every run (the property test above draws them).
-    fn = [torch.ops.aten._adaptive_avg_pool2d, torch.ops.aten._adaptive_avg_pool3d][spatial - 2]
+@pytest.mark.parametrize("spatial, core", [(1, False), (2, False), (3, False), (2, True), (3, True)])
+def test_every_adaptive_avg_pool_overload(spatial, core):
+    # Each overload converted in every run, whatever the property test above draws (a seed
+    # that never drew F.adaptive_avg_pool3d left it unproven).
+    if core:
+        fn = [torch.ops.aten._adaptive_avg_pool2d, torch.ops.aten._adaptive_avg_pool3d][spatial - 2]
+        expected = f"aten::_adaptive_avg_pool{spatial}d"
+    else:
+        fn = [F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d][spatial - 1]
+        expected = f"aten::adaptive_avg_pool{spatial}d"
     x = torch.randn(2, 3, *[7] * spatial)
     model = Call(lambda t: fn(t, [3] * spatial))
-    assert_exports_like_eager(model, (x,), expect_ops={f"aten::_adaptive_avg_pool{spatial}d": "aten"})
+    assert_exports_like_eager(model, (x,), expect_ops={expected: "aten"})
 
 
 def test_pooling_at_opset_14():
