@@ -116,6 +116,18 @@ def test_div_scalar(x, other, mode):
     assert_exports_like_eager(fn, (x,), expect_ops=["aten::div"])
 
 
+@pytest.mark.parametrize("mode", [None, "trunc", "floor"])
+def test_div_scalar_of_a_fixed_tensor(mode):
+    # Each overload converted in every run: the property test above may draw only inputs a
+    # witness cannot tell (empty tensors), which prove nothing.
+    x = torch.tensor([-7.5, -3.0, -0.5, 0.0, 2.5, 9.0])
+    if mode is None:
+        fn = lambda t: aten.div.Scalar(t, -1.5)  # noqa: E731
+    else:
+        fn = lambda t: aten.div.Scalar_mode(t, -1.5, rounding_mode=mode)  # noqa: E731
+    assert_exports_like_eager(fn, (x,), expect_ops=["aten::div"])
+
+
 def test_floor_division_of_floats_rounds_like_torch():
     # floor(1 / 0.1) is 10, but torch (like Python) says 1 // 0.1 == 9.
     x = torch.tensor([1.0, -1.0, 7.5, 0.3], dtype=torch.float64)

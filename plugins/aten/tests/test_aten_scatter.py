@@ -50,6 +50,21 @@ def test_scatter(case, use_value):
     assert_exports_like_eager(model, (x, index, src), expect_ops=[op])
 
 
+@pytest.mark.parametrize("use_value", [True, False], ids=["value", "src"])
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_scatter_with_reduce_of_duplicates(reduce, use_value):
+    # Both overloads converted in every run, with duplicates to accumulate: a seed whose
+    # property test below drew only empty or one-valued inputs left one unproven.
+    x, src = torch.randn(3, 4), torch.randn(2, 4)
+    index = torch.tensor([[0, 1, 2, 0], [0, 2, 2, 1]])
+    if use_value:
+        model = Fn3(lambda t, i, s: t.scatter(0, i, 2, reduce=reduce))
+    else:
+        model = Fn3(lambda t, i, s: t.scatter(0, i, s, reduce=reduce))
+    op = "aten::scatter.value_reduce" if use_value else "aten::scatter.reduce"
+    assert_exports_like_eager(model, (x, index, src), expect_ops=[op])
+
+
 @given(case=scatter_case(NUMERIC, unique=False), reduce=st.sampled_from(["add", "multiply"]), use_value=st.booleans())
 def test_scatter_with_reduce(case, reduce, use_value):
     # torch's older scatter(reduce=...): duplicates accumulate (thorough OpInfo: no converter).
