@@ -24,6 +24,10 @@ STATS = {"low": -10, "high": 10, "edge_values": ("nan", "inf", "zero", "subnorma
 # Where the batch mean is an output, no infinities either: torch's Welford mean of a slice
 # holding +-inf is NaN or +-inf depending on where the inf sits; onnxruntime's is +-inf.
 MOMENTS = {**STATS, "edge_values": ("nan", "zero", "subnormal")}
+# Weights of the inference form: onnxruntime's BatchNormalization folds weight * invstd into
+# one scale and the mean into the shift, so an infinite weight gives x * scale + shift =
+# inf - inf = NaN where torch's (x - mean) * invstd * weight is +-inf.
+FINITE_STATS = {**STATS, "edge_values": ("nan", "zero", "subnormal")}
 BATCH = ({0: torch.export.Dim("batch")},)
 
 
@@ -154,12 +158,9 @@ def test_batch_norm_batch_statistics(data, dtype):
     w, b = _maybe(data, (channels,), dtype), _maybe(data, (channels,), dtype)
     model = Call(lambda x: torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5))
     assert_exports_like_eager(model, (x,), expect_ops=["aten::_native_batch_norm_legit"])
-    # batch_norm with running statistics (inference form) on the same data. Finite weights:
-    # onnxruntime folds weight * invstd into one scale and mean into the shift, so where x
-    # equals the mean an infinite weight gives inf - inf = NaN, torch (x - mean) * w = 0 * inf.
+    # batch_norm with running statistics (inference form) on the same data, finite weights (FINITE_STATS).
     mean, var = _running(data, channels, dtype)
-    finite = {**STATS, "edge_values": ("nan", "zero", "subnormal")}
-    w, b = (data.draw(st.none() | tensors((channels,), dtype, **finite, contiguous=True)) for _ in range(2))
+    w, b = (data.draw(st.none() | tensors((channels,), dtype, **FINITE_STATS, contiguous=True)) for _ in range(2))
     model = Call(lambda x: F.batch_norm(x, mean, var, w, b, False))
     assert_exports_like_eager(model, (x,), dynamic_shapes=BATCH, other_inputs=_other_batch(x), decompose_all=False)
 
@@ -168,7 +169,10 @@ def test_batch_norm_batch_statistics(data, dtype):
 def test_batch_norm_training_updates_running_statistics(data, dtype, training):
     channels = data.draw(st.integers(1, 3))
     x = data.draw(tensors((3, channels, 2), dtype, **MOMENTS))
-    w, b = _maybe(data, (channels,), dtype), _maybe(data, (channels,), dtype)
+    if training:
+        w, b = _maybe(data, (channels,), dtype), _maybe(data, (channels,), dtype)
+    else:  # the inference form: finite weights (FINITE_STATS)
+        w, b = (data.draw(st.none() | tensors((channels,), dtype, **FINITE_STATS, contiguous=True)) for _ in range(2))
     mean, var = _running(data, channels, dtype)
     op = torch.ops.aten._native_batch_norm_legit_functional
     outputs = (0, 3, 4) if not training else (0, 1, 2, 3, 4)  # saved stats are empty in inference
