@@ -10,36 +10,31 @@ from __future__ import annotations
 
 import cProfile
 import pstats
+import sys
+from pathlib import Path
 
 import torch
-import transformers
 
 import pt2onnx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite: model_cases
+
 
 def main() -> None:
+    import model_cases
+
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=32000,
-        hidden_size=768,
-        intermediate_size=2048,
-        num_hidden_layers=12,
-        num_attention_heads=12,
-        num_key_value_heads=12,
-        use_cache=False,
-    )
-    model = transformers.LlamaForCausalLM(config).eval()
-    ids = torch.randint(0, 32000, (2, 16))
-    pt2onnx.export(model, (ids,), quiet=True)
+    case = model_cases.llama_125m()  # the benchmark's 12-layer Llama, its inputs and dynamic shapes
+    pt2onnx.export(case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes, quiet=True)
     profile = cProfile.Profile()
     profile.enable()
-    pt2onnx.export(model, (ids,), quiet=True)
+    pt2onnx.export(case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes, quiet=True)
     profile.disable()
-    cumulative = {where[2]: row[3] for where, row in pstats.Stats(profile).stats.items()}  # type: ignore[attr-defined]
+    stats = pstats.Stats(profile).stats.items()  # type: ignore[attr-defined]
+    cumulative = {where[2]: row[3] for where, row in stats}
     per_node = sum(cumulative.get(name, 0.0) for name in ("_dims_agree", "_check_emitted"))
     translate = cumulative["translate_program"]
     whole = cumulative["check_shapes"]
-    stats = pstats.Stats(profile).stats.items()  # type: ignore[attr-defined]
     total = next(row[3] for where, row in stats if where[0].endswith("pt2onnx/export.py") and where[2] == "export")
     print(
         f"translation {translate:.3f} s; per-converter checks {per_node * 1000:.1f} ms ({100 * per_node / translate:.1f}%)"
