@@ -63,6 +63,30 @@ def test_a_pytree_type_is_registered_and_names_its_leaves():
     assert torch.equal(swapped.first, torch.zeros(2, 4)) and torch.equal(swapped.second, torch.full((2, 4), 2.0))
 
 
+class LinearPair(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, pair):
+        return self.linear(pair.first) + pair.second
+
+
+def test_a_meta_device_model_takes_its_inputs_inside_a_plugins_type(tmp_path):
+    # The example inputs go to the meta device with the weights; a plugin's type is walked
+    # into only once it is registered, so registering comes first (a cache of a checkpoint export).
+    class MetaPair(Pair):
+        pass
+
+    real = LinearPair()
+    with torch.device("meta"):
+        model = LinearPair()
+    pair = MetaPair(torch.randn(3, 4), torch.randn(3, 4))
+    result = pt2onnx.export(model, (pair,), weights=real.state_dict(), plugins=[PairPlugin(MetaPair)])
+    got = result.run(MetaPair(torch.ones(3, 4), torch.zeros(3, 4)))
+    torch.testing.assert_close(got, real(Pair(torch.ones(3, 4), torch.zeros(3, 4))))
+
+
 class Other(Pair):
     pass
 

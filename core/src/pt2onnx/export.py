@@ -28,7 +28,7 @@ from .opset import check_opset
 from .optimize import PassEffect, count_nodes, select_passes
 from .optimize import optimize as run_passes
 from .plugin_manager import load_plugins
-from .prepare import prepare_capture
+from .prepare import prepare_capture, register_pytrees
 from .progress import Progress
 from .project import project_root
 from .provenance import SourcePaths, apply_source_paths, check_source_paths
@@ -201,6 +201,7 @@ def export(
         export_report.passes_off = registry.rewrites_off_reasons()
         passes = select_passes(optimize, registry.rewrite_functions(), off=export_report.passes_off)
         registry.check_rewrites(name for name, _ in passes)
+        pytrees = register_pytrees(registry)
     export_report.plugins = list(plugin_set.plugins.values())
     export_report.broken_plugins = list(plugin_set.broken)
 
@@ -219,7 +220,7 @@ def export(
         others = [plan.inputs(a, k) for a, k in others]
 
     with export_report.phase("capture"), progress.phase("capture"), torch_internal_warnings_silenced():
-        preparation = prepare_capture(registry, to_capture, args, kwargs, dynamic_shapes, others)
+        preparation = prepare_capture(registry, pytrees, to_capture, args, kwargs, dynamic_shapes, others)
         shapes = preparation.dynamic_shapes
         captured = capture(
             to_capture or model,

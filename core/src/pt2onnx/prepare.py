@@ -35,7 +35,7 @@ from .interface.shapes import AUTO, resolve_dynamic_shapes
 from .registration import PytreeNode
 from .registry import Entry, Registry
 
-__all__ = ["Preparation", "prepare_capture", "register_pytree_node"]
+__all__ = ["Preparation", "prepare_capture", "register_pytree_node", "register_pytrees"]
 
 _registering = threading.Lock()
 
@@ -105,22 +105,11 @@ class Preparation:
         return {cls: entry.winner.data for cls, entry in self.pytrees.items()}
 
 
-def prepare_capture(
-    registry: Registry,
-    model: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    dynamic_shapes: Any,
-    other_inputs: Sequence[tuple[tuple[Any, ...], dict[str, Any]]],
-) -> Preparation:
-    """Register the plugins' pytree types, resolve the dynamic shapes (with hints) and pick the patches.
+def register_pytrees(registry: Registry) -> dict[type, Entry]:
+    """Register the plugins' pytree types with torch; the ones this session registered (or found), by type.
 
-    ``model`` is the eager module, or None for a given ``ExportedProgram`` (then only the
-    pytree types are registered: running the program needs them).
-
-    Raises:
-        PluginConflictError: a patch or hint that applies to ``model`` is registered by two
-            plugins of one layer.
+    Done before anything walks the example inputs (moving them to the meta device, converting
+    their dtype), so that the tensors inside a plugin's type (a cache) are reached too.
     """
     pytrees: dict[type, Entry] = {}
     for entry in registry.preparations.values():
@@ -128,6 +117,27 @@ def prepare_capture(
             node: PytreeNode = entry.winner.data
             if register_pytree_node(node):
                 pytrees[node.cls] = entry
+    return pytrees
+
+
+def prepare_capture(
+    registry: Registry,
+    pytrees: dict[type, Entry],
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    dynamic_shapes: Any,
+    other_inputs: Sequence[tuple[tuple[Any, ...], dict[str, Any]]],
+) -> Preparation:
+    """Resolve the dynamic shapes (with hints) and pick the patches.
+
+    ``pytrees`` are the types :func:`register_pytrees` registered. ``model`` is the eager
+    module, or None for a given ``ExportedProgram`` (then there is nothing to prepare).
+
+    Raises:
+        PluginConflictError: a patch or hint that applies to ``model`` is registered by two
+            plugins of one layer.
+    """
     forward = model.forward if model is not None else None
     shapes = resolve_dynamic_shapes(dynamic_shapes, forward, args, kwargs, other_inputs)
     preparation = Preparation(shapes, pytrees=pytrees)
