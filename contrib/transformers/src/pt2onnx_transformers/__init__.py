@@ -14,6 +14,9 @@ it with ``disable=["transformers"]`` or ``pt2onnx -p no:transformers``. It regis
 :mod:`.cli`); :func:`greedy_decode` runs the exported graph;
 :func:`export_genai_folder` writes it as an onnxruntime-genai model folder with its
 ``genai_config.json`` (:mod:`.genai`; CLI: ``pt2onnx-transformers causal-lm MODEL --genai FOLDER``).
+``export_causal_lm(model, cache="static", max_length=N)`` exports past buffers of ``N`` that
+``present`` returns written in place, which genai runs with ``past_present_share_buffer: true``
+(:mod:`.static`; CLI: ``--static-cache --max-length N``).
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from . import moe
 from .genai import export_genai_folder, genai_config, save_genai_folder
 from .generation import empty_cache, greedy_decode
 from .inputs import cache_argument, causal_lm_inputs, export_causal_lm
+from .static import buffers_cache, static_cache_inputs
 
 __all__ = [
+    "buffers_cache",
     "cache_argument",
     "causal_lm_inputs",
     "empty_cache",
@@ -34,6 +39,7 @@ __all__ = [
     "genai_config",
     "greedy_decode",
     "save_genai_folder",
+    "static_cache_inputs",
 ]
 
 

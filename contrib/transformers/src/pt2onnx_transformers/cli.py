@@ -2,13 +2,16 @@
 
     pt2onnx-transformers causal-lm MODEL -o model.onnx [--verify] [--report]
     pt2onnx-transformers causal-lm MODEL --genai FOLDER [--tokenizer NAME] [--max-length N] [--verify]
+    pt2onnx-transformers causal-lm MODEL (-o model.onnx | --genai FOLDER) --static-cache --max-length N
 
 ``MODEL`` is a local checkpoint directory or a Hub model id (``AutoModelForCausalLM``);
 a directory holding only a ``config.json`` gives a random-weight model of that config.
 The export is :func:`pt2onnx_transformers.export_causal_lm`; with ``--genai`` it is written
 as an onnxruntime-genai model folder (:func:`pt2onnx_transformers.save_genai_folder`: the
 model, its external data, ``genai_config.json``, and the tokenizer's files: ``--tokenizer``'s,
-else ``MODEL``'s when it has them). Exit status as ``pt2onnx``'s: 0 success, 1 error, 2 usage,
+else ``MODEL``'s when it has them). ``--static-cache`` exports past buffers of ``--max-length``
+tokens that ``present`` updates in place (``export_causal_lm(cache="static")``), which genai runs
+with ``past_present_share_buffer: true``. Exit status as ``pt2onnx``'s: 0 success, 1 error, 2 usage,
 4 capture failed, 5 the model differs from eager.
 """
 
@@ -27,6 +30,7 @@ from pt2onnx.errors import CaptureError, Pt2OnnxError, VerificationError
 
 from .genai import CONFIG_FILE, save_genai_folder
 from .inputs import causal_lm_inputs, export_causal_lm
+from .static import static_cache_inputs
 
 __all__ = ["load_causal_lm", "load_tokenizer", "main"]
 
@@ -70,7 +74,16 @@ def _parser() -> argparse.ArgumentParser:
         "--tokenizer", metavar="NAME", help="with --genai: the tokenizer's directory or Hub id (default: MODEL's)"
     )
     lm.add_argument(
-        "--max-length", type=int, help="with --genai: search.max_length, prompt included (default: the context length)"
+        "--max-length",
+        type=int,
+        help="with --genai: search.max_length, prompt included (default: the context length); "
+        "with --static-cache: the length of the cache buffers",
+    )
+    lm.add_argument(
+        "--static-cache",
+        action="store_true",
+        help="past buffers of --max-length written in place: genai's past_present_share_buffer (default: a "
+        "cache that grows by concatenation)",
     )
     lm.add_argument("--batch", type=int, default=2, help="example batch size (dynamic in the graph)")
     lm.add_argument("--sequence-length", type=int, default=3)
@@ -85,10 +98,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pt2onnx-transformers`` console script; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.genai is None and (args.tokenizer is not None or args.max_length is not None):
-        parser.error("--tokenizer and --max-length go with --genai")
+    if args.genai is None and (args.tokenizer is not None or (args.max_length is not None and not args.static_cache)):
+        parser.error("--tokenizer and --max-length go with --genai (--max-length also with --static-cache)")
+    if args.static_cache and args.max_length is None:
+        parser.error("--static-cache needs --max-length, the length of the cache buffers (prompt included)")
     if args.max_length is not None and args.max_length < 1:
         parser.error(f"--max-length {args.max_length}: give the longest sequence, prompt included (at least 1)")
+    if args.static_cache and args.max_length <= args.sequence_length:
+        parser.error(
+            f"--max-length {args.max_length}: the static cache's example needs at least --sequence-length + 1 "
+            f"= {args.sequence_length + 1} tokens"
+        )
     try:
         model = load_causal_lm(args.model)
     except (OSError, ValueError) as e:
@@ -107,7 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"no tokenizer for {args.model!r} ({e}); the folder is written without one")
     try:
         sizes = {"batch": args.batch, "sequence_length": args.sequence_length}
-        result = export_causal_lm(model, **sizes, past_sequence_length=args.past_sequence_length, opset=args.opset)
+        cache = {"cache": "static", "max_length": args.max_length} if args.static_cache else {}
+        result = export_causal_lm(
+            model, **sizes, past_sequence_length=args.past_sequence_length, opset=args.opset, **cache
+        )
         if args.genai is not None:
             save_genai_folder(model, result, args.genai, tokenizer=tokenizer, max_length=args.max_length)
             print(f"saved {args.genai}: {len(result.model.graph)} nodes, opset {result.report.opset}")
@@ -120,8 +143,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(result.report)
         if args.verify:
             # Other sizes than the example's: another batch, one new token, a longer past.
-            step = causal_lm_inputs(model, batch=3, sequence_length=1, past_sequence_length=7, seed=1)
-            check = result.verify(**step, use_cache=True)
+            if args.static_cache:
+                past = min(7, args.max_length - 1)
+                step = static_cache_inputs(
+                    model, args.max_length, batch=3, sequence_length=1, past_sequence_length=past, seed=1
+                )
+            else:
+                step = causal_lm_inputs(model, batch=3, sequence_length=1, past_sequence_length=7, seed=1)
+                step["use_cache"] = True
+            check = result.verify(**step)
             print(check)
             if not check.ok:
                 raise VerificationError(
@@ -134,10 +164,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _describe_genai(folder: Path, tokenizer: Any) -> str:
-    config = json.loads((folder / CONFIG_FILE).read_text())["model"]
+    written_config = json.loads((folder / CONFIG_FILE).read_text())
+    config, search = written_config["model"], written_config["search"]
     ids = ", ".join(f"{k} {config[k + '_token_id']}" for k in ("eos", "bos", "pad"))
     written = f"{type(tokenizer).__name__}'s files" if tokenizer is not None else "no tokenizer"
-    return f"{CONFIG_FILE}: type {config['type']}, context {config['context_length']}, {ids}; {written}"
+    shared = (
+        f"; past and present share buffers of {search['max_length']}" if search["past_present_share_buffer"] else ""
+    )
+    return f"{CONFIG_FILE}: type {config['type']}, context {config['context_length']}, {ids}; {written}{shared}"
 
 
 if __name__ == "__main__":

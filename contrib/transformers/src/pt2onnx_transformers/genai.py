@@ -6,9 +6,12 @@ one from an export already made, :func:`genai_config` is the configuration alone
 the one onnxruntime-genai's model builder writes (``models/builder.py``, ``make_genai_config``),
 read by its config loader (``src/config.cpp``), which refuses unknown keys and null ids.
 
-The graph grows its cache by concatenation (``present`` is the past and the new tokens), so
-the config says ``past_present_share_buffer: false``: genai feeds each step's ``present``
-back as the next step's past instead of writing into one buffer of ``max_length``.
+The default graph grows its cache by concatenation (``present`` is the past and the new
+tokens), so the config says ``past_present_share_buffer: false``: genai feeds each step's
+``present`` back as the next step's past. A static-cache export
+(``export_causal_lm(cache="static", max_length=N)``, :mod:`.static`) writes the new tokens
+into past buffers of ``N``: its config says ``past_present_share_buffer: true`` and
+``max_length: N``, and genai binds each layer's past and present to one buffer it allocates once.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import torch
 
 import pt2onnx
 from pt2onnx.errors import Pt2OnnxError
 
-from .generation import PAST_PREFIX, PRESENT_PREFIX
+from .generation import PAST_PREFIX, PRESENT_PREFIX, static_cache_length
 from .inputs import export_causal_lm, is_transformers_model
 
 if TYPE_CHECKING:
@@ -110,20 +113,31 @@ def genai_config(
       ``tokenizer``; a missing ``bos_token_id`` or ``pad_token_id`` is the (first) eos id:
       genai reads ids as numbers and refuses null;
     * ``vocab_size``: the logits' last dim;
-    * ``search``: ``max_length`` (``context_length`` unless given), greedy or sampling options
-      of the generation config (``do_sample``, ``temperature``, ``top_k``, ``top_p``,
-      ``repetition_penalty``, ``no_repeat_ngram_size``; genai's defaults where unset), one
-      beam, and ``past_present_share_buffer: false`` (the graph concatenates its cache).
+    * ``search``: ``max_length`` (``context_length`` unless given; a static cache's length
+      unless given shorter), greedy or sampling options of the generation config
+      (``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``repetition_penalty``,
+      ``no_repeat_ngram_size``; genai's defaults where unset), one beam, and
+      ``past_present_share_buffer``: false for a graph that concatenates its cache, true for a
+      static-cache export (past inputs of a static length, ``export_causal_lm(cache="static")``).
 
     Raises:
         GenaiError: the graph takes or returns more than genai feeds a decoder (``input_ids``,
-            ``attention_mask``, ``position_ids``, a key and a value per layer): a static,
-            state-space or encoder-decoder cache; its layers' caches differ in shape; or the
-            model names no end-of-sequence token, or no context length and no ``max_length``.
+            ``attention_mask``, ``position_ids``, a key and a value per layer): a transformers
+            ``StaticCache`` (its token counter), a state-space or encoder-decoder cache; its
+            layers' caches differ in shape; ``max_length`` exceeds a static cache's length; or
+            the model names no end-of-sequence token, or no context length and no ``max_length``.
     """
     config = cast("PreTrainedConfig", model.config)
     text = config.get_text_config(decoder=True)
     layers, kv_heads, head_size = _decoder_cache(result)
+    static_length = static_cache_length(result)
+    if static_length is not None and max_length is not None and max_length > static_length:
+        raise GenaiError(
+            f"max_length {max_length} exceeds the static cache's {static_length}: genai writes no token past "
+            "the graph's buffers",
+            hint=f"pass max_length <= {static_length}, or export with cache='static', max_length={max_length}",
+        )
+    max_length = max_length if max_length is not None else static_length
     inputs = {name: name for name in _TOKENS if name in result.input_names}
     context_length = next((getattr(text, f) for f in _CONTEXT_FIELDS if getattr(text, f, None)), None)
     context_length = context_length or max_length
@@ -174,7 +188,7 @@ def genai_config(
                     "min_length": 0,
                     "num_beams": 1,
                     "num_return_sequences": 1,
-                    "past_present_share_buffer": False,
+                    "past_present_share_buffer": static_length is not None,
                 }.items()
             )
         ),
@@ -215,16 +229,19 @@ def export_genai_folder(
     *,
     tokenizer: Any = None,
     max_length: int | None = None,
+    cache: Literal["dynamic", "static"] = "dynamic",
     **export_options: Any,
 ) -> pt2onnx.ExportResult:
     """Export a causal LM and write it as an onnxruntime-genai folder: ``onnxruntime_genai.Model(folder)`` loads it.
 
-    :func:`export_causal_lm` (``export_options`` go to it), then :func:`save_genai_folder`
+    :func:`export_causal_lm` (``export_options`` go to it; ``cache="static"`` exports buffers of
+    ``max_length``, run with ``past_present_share_buffer: true``), then :func:`save_genai_folder`
     (``tokenizer``, ``max_length``). Returns the export's result (its report, ``verify``).
     """
     if not is_transformers_model(model):
         raise TypeError(f"export_genai_folder takes a transformers PreTrainedModel, got {type(model).__name__}")
-    result = export_causal_lm(model, **export_options)
+    cache_options = {"cache": "static", "max_length": max_length} if cache == "static" else {"cache": cache}
+    result = export_causal_lm(model, **cache_options, **export_options)
     save_genai_folder(model, result, folder, tokenizer=tokenizer, max_length=max_length)
     return result
 
@@ -252,8 +269,8 @@ def _decoder_cache(result: pt2onnx.ExportResult) -> tuple[int, int, int]:
             "past_key_values.{i}.key/.value for every layer, outputs logits and present.{i}.key/.value; "
             f"{found}",
             hint="export a causal LM whose cache holds only attention keys and values with "
-            "export_causal_lm (a DynamicCache); static, state-space and encoder-decoder caches are not "
-            "genai's decoder",
+            "export_causal_lm (cache='static' for fixed buffers); a transformers StaticCache, state-space "
+            "and encoder-decoder caches are not genai's decoder",
         )
     shapes: dict[str, tuple[Any, ...] | None] = {
         v.name: tuple(v.shape) if v.shape is not None else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import torch
 from torch.export import Dim
@@ -148,6 +148,8 @@ def export_causal_lm(
     batch: int = 2,
     sequence_length: int = 3,
     past_sequence_length: int = 5,
+    cache: Literal["dynamic", "static"] = "dynamic",
+    max_length: int | None = None,
     **export_options: Any,
 ) -> pt2onnx.ExportResult:
     """Export a causal LM with its KV cache: one graph for the prompt and every decoding step.
@@ -164,9 +166,36 @@ def export_causal_lm(
     transformers cache of the exported structure or as its tensors by their ONNX names;
     :func:`~pt2onnx_transformers.generation.empty_cache` is the prompt's) returns what the
     model returns: the logits and the cache holding ``present``.
+
+    ``cache="static"`` exports the graph onnxruntime-genai runs with ``past_present_share_buffer``
+    (:mod:`.static`): the past inputs are buffers of ``max_length`` (an int, the longest
+    sequence, prompt included), ``present`` has their shape, with the new tokens' keys and values
+    written at positions ``attention_mask``'s length less ``input_ids``' onwards, and attention
+    ignores the rows after the mask. Feed zero buffers for the prompt
+    (:func:`~pt2onnx_transformers.generation.empty_cache`) and each ``present`` back; in Python
+    the cache is a DynamicCache holding the buffers (:func:`~pt2onnx_transformers.static.buffers_cache`).
     """
     if not is_transformers_model(model):
         raise TypeError(f"export_causal_lm takes a transformers PreTrainedModel, got {type(model).__name__}")
+    if cache == "static":
+        from .static import export_static_causal_lm
+
+        if max_length is None:
+            raise ValueError(
+                "export_causal_lm(cache='static') needs max_length=, the longest sequence, prompt included"
+            )
+        return export_static_causal_lm(
+            model.eval(),
+            max_length,
+            batch=batch,
+            sequence_length=sequence_length,
+            past_sequence_length=past_sequence_length,
+            **export_options,
+        )
+    if cache != "dynamic":
+        raise ValueError(f"cache={cache!r}: 'dynamic' (the default) or 'static'")
+    if max_length is not None:
+        raise ValueError("max_length= sizes a static cache: pass cache='static' with it")
     inputs = causal_lm_inputs(
         model.eval(), batch=batch, sequence_length=sequence_length, past_sequence_length=past_sequence_length
     )
