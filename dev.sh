@@ -39,7 +39,7 @@ case "${1:-}" in
         # The whole suite also proves every registration of every pack it tests.
         prove=()
         if [ $# -le 1 ]; then
-            for pack in aten hops decomp fusions template transformers pt2onnx_ort pt2onnx_ort.attention; do
+            for pack in aten hops decomp fusions template transformers quant pt2onnx_ort pt2onnx_ort.attention; do
                 prove+=(--pt2onnx-prove "$pack")
             done
         fi
