@@ -16,7 +16,8 @@ it with ``disable=["transformers"]`` or ``pt2onnx -p no:transformers``. It regis
 ``genai_config.json`` (:mod:`.genai`; CLI: ``pt2onnx-transformers causal-lm MODEL --genai FOLDER``).
 ``export_causal_lm(model, cache="static", max_length=N)`` exports past buffers of ``N`` that
 ``present`` returns written in place, which genai runs with ``past_present_share_buffer: true``
-(:mod:`.static`; CLI: ``--static-cache --max-length N``).
+(:mod:`.static`; CLI: ``--static-cache --max-length N``). ``export_causal_lm(folder)`` exports a
+checkpoint folder without loading it (:func:`empty_causal_lm`, :mod:`.checkpoint`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 from pt2onnx.plugin import CustomOpRegistrar, PreparationRegistrar, hookimpl
 
 from . import moe
+from .checkpoint import empty_causal_lm
 from .genai import export_genai_folder, genai_config, save_genai_folder
 from .generation import empty_cache, greedy_decode
 from .inputs import cache_argument, causal_lm_inputs, export_causal_lm
@@ -33,6 +35,7 @@ __all__ = [
     "buffers_cache",
     "cache_argument",
     "causal_lm_inputs",
+    "empty_causal_lm",
     "empty_cache",
     "export_causal_lm",
     "export_genai_folder",

@@ -56,8 +56,10 @@ OUTPUT_NAMES = "present.{key}"
 _ATTENTION = {"keys": "key", "values": "value"}
 _STATES = {"conv_states": "conv_state", "recurrent_states": "recurrent_state"}
 # Rebuilt on unflatten: a sliding layer's window tensor (from its size) and its Python token
-# counter (from the keys' length); a trace bakes both in, so they cannot be graph inputs.
-_DERIVED = ("_sliding_window_tensor", "prefetch_stream")
+# counter (from the keys' length); a trace bakes both in, so they cannot be graph inputs. The
+# device a layer records is its tensors': ONNX has none, and a cache captured on the meta
+# device (a model exported without its weights) is the same graph as one on the CPU.
+_DERIVED = ("_sliding_window_tensor", "prefetch_stream", "device")
 
 
 def _slots(layer: Any) -> Iterator[tuple[str, str, Any]]:
@@ -127,6 +129,9 @@ def _unflatten_layer(tensors: dict[str, Any], context: tuple[Any, ...]) -> Any:
             setattr(layer, attribute, tensors[name])
         else:
             getattr(layer, attribute)[index] = tensors[name]
+    held = [t for t in tensors.values() if isinstance(t, torch.Tensor)]
+    if held:
+        layer.device = held[0].device
     if hasattr(layer, "sliding_window") and isinstance(layer, cache_utils.DynamicSlidingWindowLayer):
         layer._sliding_window_tensor = torch.tensor(layer.sliding_window, dtype=torch.long)
         keys = tensors.get("key")

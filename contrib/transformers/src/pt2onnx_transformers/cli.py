@@ -5,7 +5,9 @@
     pt2onnx-transformers causal-lm MODEL (-o model.onnx | --genai FOLDER) --static-cache --max-length N
 
 ``MODEL`` is a local checkpoint directory or a Hub model id (``AutoModelForCausalLM``);
-a directory holding only a ``config.json`` gives a random-weight model of that config.
+a directory holding only a ``config.json`` gives a random-weight model of that config. A local
+checkpoint is exported without loading it: the model is built on the meta device and each weight
+is read from the checkpoint as it is written (``--verify`` loads it, to compare).
 The export is :func:`pt2onnx_transformers.export_causal_lm`; with ``--genai`` it is written
 as an onnxruntime-genai model folder (:func:`pt2onnx_transformers.save_genai_folder`: the
 model, its external data, ``genai_config.json``, and the tokenizer's files: ``--tokenizer``'s,
@@ -28,9 +30,10 @@ import torch
 
 from pt2onnx.errors import CaptureError, Pt2OnnxError, VerificationError
 
+from .checkpoint import empty_causal_lm, is_checkpoint, on_meta
 from .genai import CONFIG_FILE, save_genai_folder
 from .inputs import causal_lm_inputs, export_causal_lm
-from .static import static_cache_inputs
+from .static import StaticCacheLM, static_cache_inputs
 
 __all__ = ["load_causal_lm", "load_tokenizer", "main"]
 
@@ -39,11 +42,15 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
 
 
 def load_causal_lm(name: str) -> torch.nn.Module:
-    """The causal LM ``name`` names: a checkpoint (directory or Hub id), or random weights for a bare config."""
+    """The causal LM ``name`` names: a local checkpoint folder built without its weights (on the meta
+    device, :func:`~pt2onnx_transformers.checkpoint.empty_causal_lm`: export it with ``weights=name``),
+    a Hub id loaded, or random weights for a folder holding only a config."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     path = Path(name)
-    if path.is_dir() and (path / "config.json").is_file() and not any(path.glob("*.safetensors")):
+    if is_checkpoint(path):
+        return empty_causal_lm(path)
+    if path.is_dir() and (path / "config.json").is_file():
         return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path)).eval()
     return AutoModelForCausalLM.from_pretrained(name).eval()
 
@@ -114,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         print(f"pt2onnx-transformers: error: cannot load {args.model!r}: {e}", file=sys.stderr)
         return 2
+    except Pt2OnnxError as e:
+        print(f"pt2onnx-transformers: error: {e}", file=sys.stderr)
+        return 1
     tokenizer = None
     if args.genai is not None:
         try:
@@ -127,9 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"no tokenizer for {args.model!r} ({e}); the folder is written without one")
     try:
         sizes = {"batch": args.batch, "sequence_length": args.sequence_length}
-        cache = {"cache": "static", "max_length": args.max_length} if args.static_cache else {}
+        options: dict[str, Any] = {"cache": "static", "max_length": args.max_length} if args.static_cache else {}
+        if on_meta(model):
+            options["weights"] = args.model
+            print(f"weights streamed from {args.model} as they are written (the model is not loaded)")
         result = export_causal_lm(
-            model, **sizes, past_sequence_length=args.past_sequence_length, opset=args.opset, **cache
+            model, **sizes, past_sequence_length=args.past_sequence_length, opset=args.opset, **options
         )
         if args.genai is not None:
             save_genai_folder(model, result, args.genai, tokenizer=tokenizer, max_length=args.max_length)
@@ -151,7 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 step = causal_lm_inputs(model, batch=3, sequence_length=1, past_sequence_length=7, seed=1)
                 step["use_cache"] = True
-            check = result.verify(**step)
+            # A model exported without its weights is compared with the checkpoint loaded.
+            eager = _loaded(args.model, args.max_length if args.static_cache else None) if on_meta(model) else None
+            check = result.verify(**step, _eager=eager)
             print(check)
             if not check.ok:
                 raise VerificationError(
@@ -161,6 +176,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pt2onnx-transformers: error: {e}", file=sys.stderr)
         return 5 if isinstance(e, VerificationError) else 4 if isinstance(e, CaptureError) else 1
     return 0
+
+
+def _loaded(name: str, static_length: int | None) -> torch.nn.Module:
+    """The checkpoint ``name`` loaded, called as its export is (over static buffers of ``static_length``)."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(name).eval()
+    return StaticCacheLM(model, static_length).eval() if static_length is not None else model
 
 
 def _describe_genai(folder: Path, tokenizer: Any) -> str:

@@ -10,6 +10,7 @@ model's token, mask and cache arguments.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -20,6 +21,7 @@ from torch.export import Dim
 import pt2onnx
 
 from .caches import cache_dims
+from .checkpoint import empty_causal_lm, is_checkpoint, on_meta, past_without_weights
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig
@@ -136,14 +138,17 @@ def causal_lm_inputs(
     attention_only = set(layer_types) <= {"full_attention", "sliding_attention", "chunked_attention"}
     empty = DynamicCache() if attention_only else DynamicCache(config=config)
     cache = cache_argument(model)
-    with torch.no_grad():
-        past = getattr(model(input_ids=past_ids, use_cache=True, **{cache: empty}), cache)
+    if on_meta(model):
+        past = past_without_weights(model, past_ids, cache, empty, seed)
+    else:
+        with torch.no_grad():
+            past = getattr(model(input_ids=past_ids, use_cache=True, **{cache: empty}), cache)
     mask = torch.ones(batch, past_sequence_length + sequence_length, dtype=torch.int64)
     return {"input_ids": ids, "attention_mask": mask, cache: past}
 
 
 def export_causal_lm(
-    model: torch.nn.Module,
+    model: torch.nn.Module | str | os.PathLike[str],
     *,
     batch: int = 2,
     sequence_length: int = 3,
@@ -160,6 +165,12 @@ def export_causal_lm(
     Feed an empty past (length 0) for the prompt and each step's ``present`` back as the
     next step's past. ``export_options`` go to :func:`pt2onnx.export`.
 
+    ``model`` may be a checkpoint folder (``save_pretrained``'s ``config.json`` and safetensors):
+    the model is then built without its weights (:func:`~pt2onnx_transformers.checkpoint.empty_causal_lm`)
+    and exported with ``weights=`` the folder, each weight read from its file as it is written, so the
+    export never holds the model in memory. Such a result verifies against a loaded model
+    (``result.verify(..., _eager=AutoModelForCausalLM.from_pretrained(folder))``).
+
     In Python the result is called as the model is: ``result.run(input_ids=...,
     attention_mask=..., cache=...)`` (``use_cache=True``, a constant of the graph, may be
     left out; the cache under either of its names, ``cache`` or ``past_key_values``, as a
@@ -175,6 +186,14 @@ def export_causal_lm(
     (:func:`~pt2onnx_transformers.generation.empty_cache`) and each ``present`` back; in Python
     the cache is a DynamicCache holding the buffers (:func:`~pt2onnx_transformers.static.buffers_cache`).
     """
+    if isinstance(model, (str, os.PathLike)):
+        if not is_checkpoint(model):
+            raise TypeError(
+                f"export_causal_lm takes a transformers PreTrainedModel or a checkpoint folder (a config.json and "
+                f"*.safetensors weights); {os.fspath(model)!r} is neither"
+            )
+        export_options.setdefault("weights", model)
+        model = empty_causal_lm(model)
     if not is_transformers_model(model):
         raise TypeError(f"export_causal_lm takes a transformers PreTrainedModel, got {type(model).__name__}")
     if cache == "static":

@@ -91,21 +91,32 @@ class StaticCacheLM(torch.nn.Module):
     ``mask length - new tokens`` onwards; the other rows are the past's.
     """
 
+    _causal_lm: torch.nn.Module
+
     def __init__(self, model: torch.nn.Module, max_length: int) -> None:
         super().__init__()
-        self.model = model
+        # The model's children are this module's, under their own names, and the model itself is
+        # called but not registered: the parameters keep the names the model and its checkpoint
+        # give them (``model.layers.0...``, not ``model.model.layers.0...``), which ``weights=`` matches.
+        for name, child in model.named_children():
+            self.add_module(name, child)
+        if next(model.named_parameters(recurse=False), None) or next(model.named_buffers(recurse=False), None):
+            raise ValueError(f"{type(model).__name__} holds tensors of its own, outside its submodules")
+        object.__setattr__(self, "_causal_lm", model)
         self.max_length = max_length
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, past_key_values: DynamicCache) -> Any:
         batch, total = attention_mask.shape
         past_length = total - input_ids.shape[1]
-        layers = [_BufferLayer(keys, values, past_length) for keys, values in _key_values(past_key_values, self.model)]
+        layers = [
+            _BufferLayer(keys, values, past_length) for keys, values in _key_values(past_key_values, self._causal_lm)
+        ]
         # The mask spans the buffer (attention's key length), zeros over its unwritten tail; padded
         # here, not by transformers, whose padding branches on the mask's length.
         mask = torch.cat([attention_mask, attention_mask.new_zeros(batch, self.max_length - total)], dim=1)
-        name = cache_argument(self.model)
+        name = cache_argument(self._causal_lm)
         cache = Cache(layers=[*layers])
-        output = self.model(input_ids=input_ids, attention_mask=mask, use_cache=True, **{name: cache})
+        output = self._causal_lm(input_ids=input_ids, attention_mask=mask, use_cache=True, **{name: cache})
         output[name] = buffers_cache([layer.buffers() for layer in layers])
         return output
 
