@@ -124,3 +124,23 @@ def test_a_call_as_captured_does_no_matching(scaled, monkeypatch):
     assert scaled.verify(X, mask=MASK, scale=3.0, flag=True).ok
     with pytest.raises(AssertionError, match="matched inputs"):
         scaled.run(X, mask=MASK)
+
+
+def test_a_size_the_export_fixed_is_named_with_why_not_left_to_onnxruntime(scaled):
+    # Static export: onnxruntime alone would say "Got invalid dimensions for input: x".
+    with pytest.raises(
+        VerificationError,
+        match=r"input 'x' has size 5 at dim 0, but the exported model fixed that dim to 2 \(no dynamic_shapes",
+    ):
+        scaled.run(torch.randn(5, 3), mask=torch.rand(5, 3), scale=3.0, flag=True)
+    with pytest.raises(VerificationError, match=r"input 'x' has 3 dims \[2, 3, 1\]; the exported model takes 2"):
+        scaled.run(torch.randn(2, 3, 1), mask=MASK, scale=3.0, flag=True)
+
+
+def test_a_dim_auto_left_static_says_why(tmp_path):
+    result = pt2onnx.export(Scaled(), (torch.randn(1, 3),), dynamic_shapes="auto")
+    with pytest.raises(
+        VerificationError, match=r"fixed that dim to 1 \(with dynamic_shapes='auto', size 1: torch specializes"
+    ):
+        result.verify(torch.randn(4, 3))
+    assert result.verify(torch.randn(1, 7)).ok  # the other dim is dynamic

@@ -222,6 +222,7 @@ class ExportResult:
         missing = onnx_inputs - set(feeds)
         if missing:
             raise VerificationError(f"no value given for ONNX input(s) {sorted(missing)}")
+        self._check_static_dims(feeds)
         outputs = self.session().run_with_ort_values(self.output_names, feeds)
         by_name = dict(zip(self.output_names, outputs))
         user = [self._output(by_name, e) if isinstance(e, str) else e[1] for e in self.layout.user]
@@ -231,6 +232,36 @@ class ExportResult:
         spec = self.program.call_spec.out_spec
         updated = {name: by_name[name] for name in self.layout.mutations}
         return (pytree.tree_unflatten(user, spec) if spec is not None else user), updated
+
+    def _check_static_dims(self, feeds: dict[str, ort.OrtValue]) -> None:
+        """A clear error for an input whose rank or static dim differs from the graph's, where
+        onnxruntime would say only ``Got invalid dimensions``: which dim the export fixed, and why."""
+        renamed = {onnx: captured for captured, onnx in self.layout.inputs.items()}
+        for value in self.model.graph.inputs:
+            name = value.name or ""
+            if name not in feeds or value.shape is None:
+                continue
+            got = tuple(feeds[name].shape())
+            expected = [dim if isinstance(dim, int) else None for dim in value.shape]
+            if len(got) != len(expected):
+                raise VerificationError(
+                    f"input {name!r} has {len(got)} dims {list(got)}; the exported model takes {len(expected)}: "
+                    f"{value.shape}"
+                )
+            for axis, (size, fixed) in enumerate(zip(got, expected)):
+                if fixed is None or size == fixed:
+                    continue
+                why = self.report.static_dims.get(renamed.get(name, name), {}).get(axis)
+                reason = (
+                    f"with dynamic_shapes='auto', {why}"
+                    if why
+                    else "no dynamic_shapes made it dynamic, or torch specialized it while tracing"
+                )
+                raise VerificationError(
+                    f"input {name!r} has size {size} at dim {axis}, but the exported model fixed that dim to {fixed} "
+                    f"({reason}); export again with that dim dynamic (dynamic_shapes=) and an example where it is "
+                    f"not 0 or 1, or feed it at size {fixed}"
+                )
 
     def _output(self, outputs: dict[str, ort.OrtValue], name: str) -> torch.Tensor:
         tensor = from_ort(outputs[name])
