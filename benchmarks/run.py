@@ -62,13 +62,20 @@ def exporter_order(exporters: list[str], repeat: int) -> list[str]:
     return exporters[shift:] + exporters[:shift]
 
 
-def run_one(model: str, exporter: str, timeout: float, directory: Path, warm_up: bool = True) -> dict[str, Any]:
-    """One export in a worker subprocess (no latency: that is timed interleaved later)."""
+def run_one(
+    model: str, exporter: str, timeout: float, directory: Path, warm_up: bool = True, capture_first: bool = False
+) -> dict[str, Any]:
+    """One export in a worker subprocess (no latency: that is timed interleaved later).
+
+    ``capture_first``: the worker times torch.export alone before pt2onnx's export, not after.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     out = directory / f"{model}.{exporter}.json"
     command = [sys.executable, str(HERE / "worker.py"), model, exporter, str(out), "--runs", "0"]
     if not warm_up:
         command.append("--no-warmup")
+    if capture_first:
+        command.append("--capture-first")
     start = time.perf_counter()
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -99,7 +106,8 @@ def export_repeats(
         directory = workdir / f"repeat{repeat}"
         for model in models:
             for exporter in exporter_order(exporters, repeat):
-                record = run_one(model, exporter, timeout, directory, warm_up)
+                # Odd repeats time torch.export alone before the export: neither always runs first.
+                record = run_one(model, exporter, timeout, directory, warm_up, capture_first=repeat % 2 == 1)
                 record["repeat"] = repeat
                 records.append(record)
                 path = directory / f"{model}.{exporter}.onnx"

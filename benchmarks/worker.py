@@ -1,6 +1,6 @@
 """One export of one model by one exporter, in its own process; writes one JSON record.
 
-    python benchmarks/worker.py MODEL EXPORTER OUT.json [--runs N] [--dir DIR]
+    python benchmarks/worker.py MODEL EXPORTER OUT.json [--runs N] [--dir DIR] [--capture-first]
 
 EXPORTER is ``pt2onnx``, ``pt2onnx+ort`` (with the onnxruntime fusion pack) or
 ``torch.onnx`` (``torch.onnx.export(dynamo=True)``). The run: build the model, run it
@@ -9,6 +9,11 @@ one-time initialization up on a tiny module, reset the process's peak RSS, expor
 save (timed, peak RSS growth measured), then load the file in onnxruntime with one
 intra-op thread: the difference to eager on both input sets, and latency unless
 ``--runs 0`` (``run.py`` times latency interleaved in ``latency.py`` instead).
+
+pt2onnx records also hold the export's floor: ``torch.export.export`` alone with the same
+options, timed in the same process (before the export with ``--capture-first``, else after
+it: ``run.py`` alternates), and a raw write of as many bytes as the save wrote, to the same
+folder, right after the save (both into new files, both ending with ``fsync``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import sys
 import time
@@ -34,6 +40,7 @@ from model_cases import Case, build
 
 WARMUP = 3
 ORT_PLUGIN = "ort"  # the plugin name of the pt2onnx-ort pack (contrib/ort)
+_PIECE = 64 << 20  # raw writes go out in pieces this large, as a streaming writer would
 
 
 # -- memory --------------------------------------------------------------------------
@@ -81,6 +88,7 @@ def export(case: Case, exporter: str, path: Path, **options: Any) -> dict[str, A
         )
         report = result.report
         return {
+            "saved_bytes": sum(report.saved.values()),
             "phases": dict(report.timings),
             "phase_peak_rss_mb": dict(report.peak_rss),
             "retraced": report.retraced,
@@ -99,6 +107,42 @@ def export(case: Case, exporter: str, path: Path, **options: Any) -> dict[str, A
         program.save(str(path))
         return {}
     raise ValueError(f"unknown exporter {exporter!r}")
+
+
+def capture_alone(case: Case, record: dict[str, Any]) -> None:
+    """Time ``torch.export.export`` alone, with the options pt2onnx's capture passes it, into ``record``."""
+    start = time.perf_counter()
+    try:
+        torch.export.export(case.model, (), case.inputs, dynamic_shapes=case.dynamic_shapes, strict=False)
+    except Exception as e:  # noqa: BLE001 (pt2onnx may still have captured it, by its fallback)
+        record["capture_alone_error"] = f"{type(e).__name__}: {e}"[:2000]
+        return
+    record["capture_alone_s"] = time.perf_counter() - start
+
+
+def raw_write(path: Path, payload: memoryview) -> None:
+    """Write ``payload`` to a new file at ``path`` with plain ``os.write`` calls, then ``fsync`` it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for start in range(0, len(payload), _PIECE):
+            os.write(fd, payload[start : start + _PIECE])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def timed_raw_write(directory: Path, size: int) -> float:
+    """Seconds to :func:`raw_write` ``size`` random bytes (not counting making them) into ``directory``."""
+    # Generated in place: a copy (``tobytes()``) would free as many just-touched pages right
+    # before the write, which the page cache then reuses, several times faster on a virtual
+    # machine than the new pages the save had to take (studies/save_rate.py, "recycled").
+    payload = memoryview(np.random.default_rng(0).integers(0, 255, size, dtype=np.uint8))
+    path = directory / "raw_write.bin"
+    start = time.perf_counter()
+    raw_write(path, payload)
+    seconds = time.perf_counter() - start
+    path.unlink()
+    return seconds
 
 
 def _warm_up(exporter: str, directory: Path) -> None:
@@ -162,9 +206,18 @@ def _max_abs(expected: list[torch.Tensor], got: list[np.ndarray]) -> float:
 
 
 def measure(
-    name: str, exporter: str, directory: Path, runs: int, warm_up: bool = True, **options: Any
+    name: str,
+    exporter: str,
+    directory: Path,
+    runs: int,
+    warm_up: bool = True,
+    capture_first: bool = False,
+    **options: Any,
 ) -> dict[str, Any]:
-    """Everything the benchmark records for ``name`` exported by ``exporter`` (``options``: pt2onnx's)."""
+    """Everything the benchmark records for ``name`` exported by ``exporter`` (``options``: pt2onnx's).
+
+    ``capture_first``: time pt2onnx's floor, torch.export alone, before the export instead of after.
+    """
     record: dict[str, Any] = {"model": name, "exporter": exporter, "ok": False}
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -182,6 +235,9 @@ def measure(
             _warm_up(exporter, directory)
         except Exception:  # noqa: BLE001
             record["warmup_error"] = traceback.format_exc(limit=3)[-2000:]
+    floor = exporter.startswith("pt2onnx")
+    if floor and capture_first:
+        capture_alone(case, record)
     gc.collect()
     _reset_peak_rss()
     rss_before = _status_kib("VmRSS")
@@ -197,6 +253,12 @@ def measure(
         return record
     record["export_s"] = time.perf_counter() - start
     record["peak_rss_growth_mb"] = (_status_kib("VmHWM") - rss_before) / 1024
+    if floor:
+        # After the peak RSS is read: the payload would add the file's size to it.
+        record["raw_write_s"] = timed_raw_write(directory, record["saved_bytes"])
+        if not capture_first:
+            gc.collect()
+            capture_alone(case, record)
     if "phase_peak_rss_mb" in record:
         # Growth of the peak up to the end of each phase: how much of it capture alone takes.
         before_mb = rss_before / 1024
@@ -230,13 +292,24 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="where the .onnx files go (default: beside OUT)")
     parser.add_argument("--no-warmup", action="store_true", help="measure the exporter cold")
     parser.add_argument("--opset", type=int, default=None, help="pt2onnx's target opset (default: its own)")
+    parser.add_argument(
+        "--capture-first", action="store_true", help="time torch.export alone before the export (default: after)"
+    )
     args = parser.parse_args()
     if args.opset is not None and not args.exporter.startswith("pt2onnx"):
         parser.error("--opset applies to pt2onnx exporters only")
     directory = args.dir or args.out.parent
     directory.mkdir(parents=True, exist_ok=True)
     options = {} if args.opset is None else {"opset": args.opset}
-    record = measure(args.model, args.exporter, directory, args.runs, warm_up=not args.no_warmup, **options)
+    record = measure(
+        args.model,
+        args.exporter,
+        directory,
+        args.runs,
+        warm_up=not args.no_warmup,
+        capture_first=args.capture_first,
+        **options,
+    )
     args.out.write_text(json.dumps(record, indent=1))
 
 

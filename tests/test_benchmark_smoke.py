@@ -36,6 +36,9 @@ PT2ONNX_FIELDS = {
     "nodes_translated",
     "nodes_final",
     "passes",
+    "saved_bytes",
+    "capture_alone_s",
+    "raw_write_s",
 }
 PHASES = {"plugins", "capture", "decompose", "translate", "assemble", "optimize", "save"}
 RUNS = 3
@@ -99,6 +102,11 @@ def test_benchmark_runs_on_the_mlp_and_writes_every_field(tmp_path):
     for key in ("export_time", "peak_rss_growth", "ort_latency", "after_capture_over_capture"):
         assert _is_spread(ratios[key]), key
     assert ratios["nodes"] == 1.0
+    # The floor: torch.export alone (timed after the export in repeat 0, before it in repeat 1), a raw write.
+    floor = ratios["floor"]
+    for key in ("capture_alone_s", "graph_over_capture", "save_s", "raw_write_s", "save_rate_over_raw"):
+        assert _is_spread(floor[key]), key
+    assert floor["saved_mb"] > 0
     assert {t["target"] for t in data["targets"]} >= {
         "export time, median of medians",
         "peak RSS growth, median of medians",
@@ -112,4 +120,6 @@ def test_benchmark_runs_on_the_mlp_and_writes_every_field(tmp_path):
     assert f"CPU: {env['cpu']}" in markdown and f"onnxruntime {env['versions']['onnxruntime']}" in markdown
     assert "| mlp | x 4x64 | none: no sequence dimension |" in markdown
     assert "| **median of medians** |" in markdown
+    assert "## pt2onnx against its floor" in markdown and "| mlp | pt2onnx | " in markdown
+    assert "| save rate / raw write rate, slowest model |" in markdown
     assert (tmp_path / "results.png").read_bytes().startswith(b"\x89PNG")

@@ -20,26 +20,13 @@ same condition. Writes ``results/save_rate.md``; deletes the files it wrote.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite: latency, model_cases
-
-_PIECE = 64 << 20
-
-
-def _raw_write(path: Path, payload: memoryview) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        for start in range(0, len(payload), _PIECE):
-            os.write(fd, payload[start : start + _PIECE])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite: latency, model_cases, worker
 
 
 def _timed(write, path: Path) -> float:
@@ -58,6 +45,7 @@ def main() -> None:
     import model_cases
     import numpy as np
     import torch
+    from worker import raw_write
 
     import pt2onnx
 
@@ -76,13 +64,13 @@ def main() -> None:
             for repeat in range(args.repeats):
                 writers = {
                     "save": lambda p: result.save(p, quiet=True),
-                    "raw": lambda p: _raw_write(p, payload),
+                    "raw": lambda p: raw_write(p, payload),
                 }
                 order = list(writers) if repeat % 2 == 0 else list(reversed(writers))
                 for name in order:
                     path = folder / f"{condition}-{repeat}-{name}.out"
                     if condition == "recycled":
-                        _raw_write(folder / "freed.out", payload)
+                        raw_write(folder / "freed.out", payload)
                         (folder / "freed.out").unlink()
                     times.setdefault((condition, name), []).append(_timed(writers[name], path))
                     if condition == "recycled":
