@@ -87,3 +87,20 @@ def test_docs_list_every_exit_status():
         assert f"| {code} | {meaning} |" in text, f"docs/cli.md needs the row: | {code} | {meaning} |"
     [verify] = [line for line in text.splitlines() if line.startswith("| `--verify`")]
     assert "exit 5" in verify and "exit 1" not in verify, verify
+
+
+def test_the_command_freezes_the_garbage_collector_at_exit_only():
+    """``main`` leaves collection on while it runs and in a caller that goes on; at exit every
+    object is frozen, so the interpreter's final collections do not walk what torch left."""
+    script = (
+        "import atexit, gc\n"
+        # Registered first, so it runs last: after pt2onnx's callback.
+        "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"
+        "from pt2onnx.cli import main\n"
+        "main(['plugins', '--json'])\n"
+        "main(['plugins', '--json'])\n"
+        "print('after main', gc.get_freeze_count(), gc.isenabled())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    lines = done.stdout.strip().splitlines()
+    assert lines[-2:] == ["after main 0 True", "at exit True"]

@@ -150,7 +150,10 @@ def save_model(
             data_files = _write(model, staged, data_name, token, max_shard_bytes, advance)
         for file in [*data_files, staged]:
             _fsync_file(file)
-        _fsync_directory(directory)
+        if data_files:
+            # The data files' names must be durable before the model that reads them is; a
+            # model in one file needs only the rename made durable (below).
+            _fsync_directory(directory)
         os.replace(staged, target)
     except BaseException as e:
         left = _remove_new_files(directory, token, staged, data_name)
