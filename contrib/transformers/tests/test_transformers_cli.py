@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import onnx
 import pytest
 from tiny_models import causal_lm
@@ -26,3 +29,20 @@ def test_a_checkpoint_directory_exports_verified(tmp_path, capsys):
 def test_a_missing_model_is_a_usage_error(tmp_path, capsys):
     assert main(["causal-lm", str(tmp_path / "nowhere"), "-o", str(tmp_path / "m.onnx")]) == 2
     assert "cannot load" in capsys.readouterr().err
+
+
+def test_the_command_freezes_the_garbage_collector_at_exit_only():
+    # As pt2onnx's own command: the interpreter's final collections would walk all torch left.
+    script = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"
+        "from pt2onnx_transformers.cli import main\n"
+        "for _ in range(2):\n"
+        "    try:\n"
+        "        main(['causal-lm'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print('after main', gc.get_freeze_count(), gc.isenabled())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.strip().splitlines()[-2:] == ["after main 0 True", "at exit True"]

@@ -50,16 +50,33 @@ def is_transformers_model(model: Any) -> bool:
     return modeling is not None and isinstance(model, modeling.PreTrainedModel)
 
 
-def _dims() -> Callable[[str, int], Any]:
-    """``dim(name, size)``: one shared ``Dim(name)`` per name; ``Dim.AUTO`` for sizes 0 and 1, which torch specializes."""
+def _dims(maxima: dict[str, int] | None = None) -> Callable[[str, int], Any]:
+    """``dim(name, size)``: one shared ``Dim(name)`` per name, bounded by ``maxima[name]`` where given;
+    ``Dim.AUTO`` for sizes 0 and 1, which torch specializes."""
     made: dict[str, Any] = {}
+    bounds = maxima or {}
 
     def dim(name: str, size: int) -> Any:
         if size < 2:
             return Dim.AUTO
-        return made.setdefault(name, Dim(name))
+        if name not in made:
+            made[name] = Dim(name, max=bounds[name]) if name in bounds else Dim(name)
+        return made[name]
 
     return dim
+
+
+def _position_table_length(model: torch.nn.Module) -> int | None:
+    """The length of the ``position_ids`` table an absolute-position model slices its positions from
+    (BERT's ``embeddings.position_ids``, ``(1, max_position_embeddings)``), or None.
+
+    Slicing it bounds the sequence; named without that bound, torch refuses the dim and pt2onnx
+    captures a second time with torch's suggested fix, which costs a whole capture.
+    """
+    for name, buffer in model.named_buffers():
+        if name.rpartition(".")[2] == "position_ids" and buffer.dim() == 2 and buffer.shape[0] == 1:
+            return int(buffer.shape[1])
+    return None
 
 
 def dims_hint(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
@@ -82,7 +99,8 @@ def dims_hint(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict
     for name, param in signature.parameters.items():
         if param.kind is param.VAR_KEYWORD:
             bound.update(bound.pop(name, {}))
-    dim = _dims()
+    table = _position_table_length(model)
+    dim = _dims({"sequence_length": table} if table is not None else None)
     spec: dict[str, Any] = {}
     for name, value in bound.items():
         if isinstance(value, (Cache, EncoderDecoderCache)):
