@@ -299,7 +299,8 @@ def test_progress_names_each_tensor_on_a_terminal_and_is_silent_otherwise(tmp_pa
 
 def test_the_large_models_guide_runs_as_written(capsys):
     text = (Path(__file__).resolve().parents[1] / "docs" / "large_models.md").read_text()
-    (code,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    # The guide's own example; the checkpoint-folder one after it runs in tests/test_docs.py.
+    code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
     exec(compile(code, "docs/large_models.md", "exec"), {"__name__": "__main__"})
     printed = capsys.readouterr().out
     assert re.search(r"^logits +float32 .* ok ok ok ok$", printed, re.M), printed
