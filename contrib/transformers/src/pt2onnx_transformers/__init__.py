@@ -18,6 +18,9 @@ it with ``disable=["transformers"]`` or ``pt2onnx -p no:transformers``. It regis
 ``present`` returns written in place, which genai runs with ``past_present_share_buffer: true``
 (:mod:`.static`; CLI: ``--static-cache --max-length N``). ``export_causal_lm(folder)`` exports a
 checkpoint folder without loading it (:func:`empty_causal_lm`, :mod:`.checkpoint`).
+:func:`export_seq2seq` exports an encoder-decoder model (T5, BART, Marian, Pegasus, Whisper) as
+optimum's three graphs with the cache, :func:`seq2seq_greedy_decode` decodes with them
+(:mod:`.seq2seq`; CLI: ``pt2onnx-transformers seq2seq MODEL -o FOLDER``).
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from .checkpoint import empty_causal_lm
 from .genai import export_genai_folder, genai_config, save_genai_folder
 from .generation import empty_cache, greedy_decode
 from .inputs import cache_argument, causal_lm_inputs, export_causal_lm
+from .seq2seq import Seq2SeqExport, export_seq2seq, seq2seq_greedy_decode
 from .static import buffers_cache, static_cache_inputs
 
 __all__ = [
+    "Seq2SeqExport",
     "buffers_cache",
     "cache_argument",
     "causal_lm_inputs",
@@ -39,9 +44,11 @@ __all__ = [
     "empty_cache",
     "export_causal_lm",
     "export_genai_folder",
+    "export_seq2seq",
     "genai_config",
     "greedy_decode",
     "save_genai_folder",
+    "seq2seq_greedy_decode",
     "static_cache_inputs",
 ]
 

@@ -3,6 +3,7 @@
     pt2onnx-transformers causal-lm MODEL -o model.onnx [--verify] [--report]
     pt2onnx-transformers causal-lm MODEL --genai FOLDER [--tokenizer NAME] [--max-length N] [--verify]
     pt2onnx-transformers causal-lm MODEL (-o model.onnx | --genai FOLDER) --static-cache --max-length N
+    pt2onnx-transformers seq2seq MODEL -o FOLDER
 
 ``MODEL`` is a local checkpoint directory or a Hub model id (``AutoModelForCausalLM``);
 a directory holding only a ``config.json`` gives a random-weight model of that config. A local
@@ -35,9 +36,10 @@ from pt2onnx.errors import CaptureError, Pt2OnnxError, VerificationError
 from .checkpoint import empty_causal_lm, is_checkpoint, on_meta
 from .genai import CONFIG_FILE, save_genai_folder
 from .inputs import causal_lm_inputs, export_causal_lm
+from .seq2seq import export_seq2seq
 from .static import StaticCacheLM, static_cache_inputs
 
-__all__ = ["load_causal_lm", "load_tokenizer", "main"]
+__all__ = ["load_causal_lm", "load_seq2seq", "load_tokenizer", "main"]
 
 #: Files of a saved tokenizer, one of which a checkpoint folder with a tokenizer holds.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")
@@ -100,6 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     lm.add_argument("--opset", type=int, default=None)
     lm.add_argument("--verify", action="store_true", help="run a decoding step in onnxruntime and compare with eager")
     lm.add_argument("--report", action="store_true", help="print the export report")
+    s2s = sub.add_parser(
+        "seq2seq", help="an encoder-decoder model: encoder, decoder and decoder-with-past graphs (optimum's files)"
+    )
+    s2s.add_argument("model", metavar="MODEL", help="checkpoint directory, Hub id, or directory with a config.json")
+    s2s.add_argument("-o", "--output", required=True, metavar="FOLDER", help="the folder the three graphs go in")
+    s2s.add_argument("--opset", type=int, default=None)
     return parser
 
 
@@ -111,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     atexit.register(gc.freeze)
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "seq2seq":
+        return _seq2seq(args)
     if args.genai is None and (args.tokenizer is not None or (args.max_length is not None and not args.static_cache)):
         parser.error("--tokenizer and --max-length go with --genai (--max-length also with --static-cache)")
     if args.static_cache and args.max_length is None:
@@ -181,6 +191,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Pt2OnnxError as e:
         print(f"pt2onnx-transformers: error: {e}", file=sys.stderr)
         return 5 if isinstance(e, VerificationError) else 4 if isinstance(e, CaptureError) else 1
+    return 0
+
+
+def load_seq2seq(name: str) -> torch.nn.Module:
+    """The encoder-decoder model ``name`` names (``AutoModelForSeq2SeqLM``, else a speech one such as
+    Whisper): a checkpoint (directory or Hub id), or random weights for a folder holding only a config."""
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq
+
+    path = Path(name)
+    config = AutoConfig.from_pretrained(name)
+    bare = path.is_dir() and not any(path.glob("*.safetensors"))
+    for auto in (AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq):
+        try:
+            return (auto.from_config(config) if bare else auto.from_pretrained(name)).eval()
+        except ValueError:  # not a model type of this auto class: the next one
+            continue
+    raise ValueError(f"{type(config).__name__} is neither a text nor a speech sequence-to-sequence model")
+
+
+def _seq2seq(args: argparse.Namespace) -> int:
+    try:
+        model = load_seq2seq(args.model)
+    except (OSError, ValueError) as e:
+        print(
+            f"pt2onnx-transformers: error: cannot load {args.model!r} as an encoder-decoder model: {e}", file=sys.stderr
+        )
+        return 2
+    try:
+        exported = export_seq2seq(model, opset=args.opset)
+        exported.save(args.output)
+    except Pt2OnnxError as e:
+        print(f"pt2onnx-transformers: error: {e}", file=sys.stderr)
+        return 4 if isinstance(e, CaptureError) else 1
+    for name, result in exported.graphs().items():
+        print(
+            f"saved {Path(args.output) / name}.onnx: {len(result.model.graph)} nodes; inputs: {', '.join(result.input_names)}"
+        )
     return 0
 
 
