@@ -16,6 +16,11 @@ setup() {
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
         .venv/bin/python -m pip install -q --upgrade pip
         .venv/bin/python -m pip install -q -r requirements-dev.txt
+        # pt2onnx-torchvision's tests take torchvision from a folder of its own, put on the path
+        # by their conftest.py: the torchvision wheel matching the CPU torch is a CUDA build whose
+        # C++ ops do not load, and installed in .venv its failing import breaks transformers.
+        .venv/bin/python -m pip install -q --no-deps -e ./contrib/torchvision
+        .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/torchvision-site torchvision==0.28.0
         echo "$digest" > "$stamp"
     fi
 }
@@ -39,7 +44,7 @@ case "${1:-}" in
         # The whole suite also proves every registration of every pack it tests.
         prove=()
         if [ $# -le 1 ]; then
-            for pack in aten hops decomp fusions template transformers quant pt2onnx_ort pt2onnx_ort.attention; do
+            for pack in aten hops decomp fusions template transformers quant torchvision pt2onnx_ort pt2onnx_ort.attention; do
                 prove+=(--pt2onnx-prove "$pack")
             done
         fi

@@ -1,0 +1,69 @@
+"""The pt2onnx plugin: torchvision's operators as ONNX ops, and the detection models' capture preparation.
+
+Entry point ``torchvision``: installing the pack is all an export needs. Each operator
+maps to the ONNX op that was made for it (ONNX's detection ops follow the same
+Caffe2/Detectron kernels torchvision's do):
+
+==============================  =========================================================
+``torchvision::nms``            ``NonMaxSuppression`` (one batch, one class)
+``torchvision::roi_align``      ``RoiAlign`` (``half_pixel`` when aligned, else
+                                ``output_half_pixel``; opset 16)
+==============================  =========================================================
+"""
+
+from __future__ import annotations
+
+from pt2onnx.plugin import CustomOpRegistrar, PreparationRegistrar, hookimpl
+
+from . import patches
+
+
+def nms(op, dets, scores, iou_threshold):
+    """``NonMaxSuppression`` over all the boxes as one class: the kept boxes' indices by decreasing score."""
+    boxes = op.Unsqueeze(dets, op.constant([0]))
+    class_scores = op.Unsqueeze(scores, op.constant([0, 1]))
+    # Every box may be kept: the limit is the number of boxes.
+    limit = op.Slice(op.Shape(dets), op.constant([0]), op.constant([1]))
+    selected = op.NonMaxSuppression(boxes, class_scores, limit, op.constant([iou_threshold], op.dtype_of(dets)))
+    return op.Squeeze(op.Slice(selected, op.constant([2]), op.constant([3]), op.constant([1])), op.constant([1]))
+
+
+def _split_rois(op, rois):
+    """torchvision's ``[K, 5]`` rois (batch index first) as ONNX's boxes ``[K, 4]`` and ``int64`` indices ``[K]``."""
+    batch = op.Cast(
+        op.Squeeze(op.Slice(rois, op.constant([0]), op.constant([1]), op.constant([1])), op.constant([1])), to=7
+    )
+    boxes = op.Slice(rois, op.constant([1]), op.constant([5]), op.constant([1]))
+    return boxes, batch
+
+
+def roi_align(op, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
+    """``RoiAlign`` in average mode; torchvision's adaptive sampling (ratio <= 0) is ONNX's 0."""
+    if op.opset >= 22:
+        # RoiAlign-22 only widened its types, but onnxruntime (1.32) has no kernel for it.
+        raise op.decline(
+            f"onnxruntime has no kernel for RoiAlign at opset {op.opset} (RoiAlign-22); export with opset=21"
+        )
+    boxes, batch = _split_rois(op, rois)
+    return op.RoiAlign(
+        input,
+        boxes,
+        batch,
+        mode="avg",
+        output_height=pooled_height,
+        output_width=pooled_width,
+        sampling_ratio=max(sampling_ratio, 0),
+        spatial_scale=spatial_scale,
+        coordinate_transformation_mode="half_pixel" if aligned else "output_half_pixel",
+    )
+
+
+@hookimpl
+def pt2onnx_register_custom_ops(register: CustomOpRegistrar) -> None:
+    register.expand("torchvision::nms", nms, since=11)
+    register.expand("torchvision::roi_align", roi_align, since=16)
+
+
+@hookimpl
+def pt2onnx_register_capture_preparations(register: PreparationRegistrar) -> None:
+    register.patch("torchvision.detection", patches.detection_patch)

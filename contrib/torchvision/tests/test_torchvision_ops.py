@@ -1,0 +1,103 @@
+"""torchvision's operators through onnxruntime against torchvision in eager (conftest.py's CPU kernels)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pt2onnx
+import pt2onnx_torchvision.plugin
+from pt2onnx.errors import ConversionError
+from pt2onnx.testing import assert_exports_like_eager
+
+from torchvision.ops import nms, roi_align  # isort: skip  (after conftest.py's install)
+
+PLUGINS = [pt2onnx_torchvision.plugin]
+# RoiAlign-22 (opsets 22+) has no onnxruntime kernel: roi_align exports at 16-21.
+ROI_ALIGN_OPSETS = [16, 21]
+
+
+class Nms(torch.nn.Module):
+    """nms over boxes built valid in the model (x1 <= x2, y1 <= y2), whatever inputs the witness draws."""
+
+    def __init__(self, iou_threshold: float) -> None:
+        super().__init__()
+        self.iou_threshold = iou_threshold
+
+    def forward(self, corner: torch.Tensor, size: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        boxes = torch.cat([corner, corner + size.abs()], 1)
+        return nms(boxes, scores, self.iou_threshold)
+
+
+@st.composite
+def box_sets(draw):
+    """Corners, sizes and scores of 1-60 boxes that overlap often; scores without ties."""
+    count = draw(st.integers(1, 60))
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    spread = draw(st.sampled_from([5.0, 50.0, 500.0]))
+    corner = torch.rand(count, 2, generator=generator) * spread
+    size = torch.rand(count, 2, generator=generator) * spread / 2
+    scores = torch.randperm(count, generator=generator).float() / count
+    return corner, size, scores
+
+
+@given(boxes=box_sets(), iou_threshold=st.sampled_from([0.0, 0.3, 0.5, 0.7, 1.0]))
+def test_nms_keeps_torchvisions_boxes_in_its_order(boxes, iou_threshold):
+    result = assert_exports_like_eager(
+        Nms(iou_threshold), boxes, plugins=PLUGINS, expect_ops={"torchvision::nms": "pt2onnx_torchvision.plugin"}
+    )
+    assert [n.op_type for n in result.model_proto.graph.node].count("NonMaxSuppression") == 1
+
+
+class RoiAlign(torch.nn.Module):
+    def __init__(self, output_size, spatial_scale, sampling_ratio, aligned) -> None:
+        super().__init__()
+        self.args = (output_size, spatial_scale, sampling_ratio, aligned)
+
+    def forward(self, x: torch.Tensor, batch: torch.Tensor, corner: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
+        # rois built in the model: the batch index a valid one whatever the witness draws.
+        index = batch.abs().remainder(x.shape[0]).floor()
+        rois = torch.cat([index, corner, corner + size.abs()], 1)
+        return roi_align(x, rois, *self.args)
+
+
+@st.composite
+def roi_sets(draw):
+    """A feature map and rois inside it, across its edges and beyond them."""
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    batch, channels = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    height, width = draw(st.integers(1, 24)), draw(st.integers(1, 24))
+    count = draw(st.integers(1, 12))
+    scale = draw(st.sampled_from([1.0, 0.5, 0.25, 1 / 16]))
+    x = torch.randn(batch, channels, height, width, generator=generator)
+    index = torch.randint(0, batch, (count, 1), generator=generator).float()
+    extent = torch.tensor([width, height]) / scale
+    corner = (torch.rand(count, 2, generator=generator) * 1.4 - 0.2) * extent
+    size = torch.rand(count, 2, generator=generator) * extent * draw(st.sampled_from([0.1, 0.6, 1.2]))
+    return x, index, corner, size, scale
+
+
+@pytest.mark.parametrize("opset", ROI_ALIGN_OPSETS)
+@given(
+    rois=roi_sets(),
+    output_size=st.tuples(st.integers(1, 7), st.integers(1, 7)),
+    sampling_ratio=st.sampled_from([-1, 0, 1, 2, 3]),
+    aligned=st.booleans(),
+)
+def test_roi_align_is_torchvisions(opset, rois, output_size, sampling_ratio, aligned):
+    *inputs, scale = rois
+    assert_exports_like_eager(
+        RoiAlign(output_size, scale, sampling_ratio, aligned),
+        tuple(inputs),
+        plugins=PLUGINS,
+        opset=opset,
+        expect_ops={"torchvision::roi_align": "pt2onnx_torchvision.plugin"},
+    )
+
+
+def test_roi_align_at_an_opset_onnxruntime_cannot_run_says_which_to_take():
+    x, index, corner, size = torch.randn(1, 2, 8, 8), torch.zeros(3, 1), torch.rand(3, 2) * 4, torch.rand(3, 2) * 4
+    with pytest.raises(ConversionError, match=r"no kernel for RoiAlign at opset 22 .*export with opset=21"):
+        pt2onnx.export(RoiAlign((2, 2), 1.0, 0, True), (x, index, corner, size), plugins=PLUGINS, opset=22)
