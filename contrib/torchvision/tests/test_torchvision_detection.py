@@ -2,9 +2,10 @@
 
 No model hub: each detector is built with random weights, its batch norms calibrated on
 the test image (else every feature is near constant and all scores tie) and its heads
-drawn so that scores spread; the image has shapes in it. Detections are compared in
-eager's order: labels exactly, scores and boxes within what float32 noise through a
-deep network moves them (the backbone's features already differ by ~1e-5 relative).
+drawn so that scores spread; the image has shapes in it. Each of eager's detections must
+have one in the export with its label, and its score and box within what float32 noise
+through a deep network moves them (the backbone's features already differ by ~1e-5
+relative).
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from torchvision.ops import MultiScaleRoIAlign, boxes as box_ops  # isort: skip
 
 pytestmark = pytest.mark.slow
 HEADS = ("box_predictor", "cls_logits", "bbox_pred", "bbox_reg", "ctrness", "mask_fcn_logits")
-#: model -> (opset, the heads' weight std that spreads its scores). Not here yet (docs/detection.md):
-#: Faster R-CNN and Mask R-CNN export and run (at opset 21: onnxruntime has no RoiAlign-22), but
-#: two of Faster R-CNN's 20 detections differ by up to 102 px and one Mask R-CNN mask's region
-#: differs (IoU 0.5), not yet explained.
+#: model -> (opset, the heads' weight std that spreads its scores). Two-stage models pool
+#: with RoiAlign, which onnxruntime runs up to opset 21.
 MODELS = {
+    "fasterrcnn_mobilenet_v3_large_320_fpn": (21, 0.01),
+    "maskrcnn_resnet50_fpn": (21, 0.01),
     "retinanet_resnet50_fpn": (None, 0.01),
     "fcos_resnet50_fpn": (None, 0.05),
     "ssdlite320_mobilenet_v3_large": (None, 0.1),
@@ -68,12 +69,29 @@ def detector(name: str, std: float) -> torch.nn.Module:
 
 
 def assert_detections_match(onnx_out: dict, eager: dict) -> None:
+    """Each of eager's detections has one in the export: same label, box within 1 px, score within 1e-3.
+
+    Matched by box, not by position: float32 noise (scores move by ~2e-4 in Faster R-CNN)
+    swaps detections whose scores are closer than that. Masks are compared as regions where
+    they have one (a box 0.2 px off moves a mask's edge by a pixel, all of a 2-px-wide one).
+    """
     assert onnx_out.keys() == eager.keys()
     got = {key: torch.as_tensor(value) for key, value in onnx_out.items()}
     assert got["labels"].shape == eager["labels"].shape, (got["labels"].shape, eager["labels"].shape)
-    assert torch.equal(got["labels"], eager["labels"])
-    torch.testing.assert_close(got["scores"], eager["scores"], atol=1e-3, rtol=2e-3)
-    torch.testing.assert_close(got["boxes"], eager["boxes"], atol=1.0, rtol=2e-3)
+    assert bool((got["scores"][:-1] >= got["scores"][1:]).all()), "the detections are not by decreasing score"
+    unmatched = list(range(len(got["labels"])))
+    for i, label in enumerate(eager["labels"].tolist()):
+        candidates = [j for j in unmatched if got["labels"][j] == label]
+        assert candidates, f"eager's detection {i} (label {label}) has none in the export"
+        j = min(candidates, key=lambda j: float((got["boxes"][j] - eager["boxes"][i]).abs().max()))
+        unmatched.remove(j)
+        torch.testing.assert_close(got["boxes"][j], eager["boxes"][i], atol=1.0, rtol=2e-3)
+        torch.testing.assert_close(got["scores"][j], eager["scores"][i], atol=1e-3, rtol=2e-3)
+        if "masks" in eager:
+            ours, theirs = got["masks"][j] > 0.5, eager["masks"][i] > 0.5
+            if int(theirs.sum()) >= 200:
+                assert int((ours & theirs).sum()) / int((ours | theirs).sum()) > 0.9, i
+            assert float((got["masks"][j] - eager["masks"][i]).abs().mean()) < 1e-2, i
 
 
 @pytest.mark.parametrize("name", list(MODELS))
