@@ -184,6 +184,64 @@ def roi_pool(
     return output, argmax
 
 
+def deform_conv2d(
+    features: torch.Tensor,
+    weight: torch.Tensor,
+    offset: torch.Tensor,
+    mask: torch.Tensor,
+    bias: torch.Tensor,
+    stride_h: int,
+    stride_w: int,
+    pad_h: int,
+    pad_w: int,
+    dilation_h: int,
+    dilation_w: int,
+    groups: int,
+    offset_groups: int,
+    use_mask: bool,
+) -> torch.Tensor:
+    """``deform_conv2d_forward_kernel``: each kernel tap samples the input bilinearly at its offset
+    position (0 outside), times its mask, then a grouped convolution of those columns."""
+    batch, channels, height, width = features.shape
+    out_channels, _, kernel_h, kernel_w = weight.shape
+    taps = kernel_h * kernel_w
+    out_h = (height + 2 * pad_h - (dilation_h * (kernel_h - 1) + 1)) // stride_h + 1
+    out_w = (width + 2 * pad_w - (dilation_w * (kernel_w - 1) + 1)) // stride_w + 1
+    shifts = offset.view(batch, offset_groups, taps, 2, out_h, out_w)
+    tap_y = (torch.arange(kernel_h) * dilation_h).repeat_interleave(kernel_w).to(features.dtype)
+    tap_x = (torch.arange(kernel_w) * dilation_w).repeat(kernel_h).to(features.dtype)
+    row = (torch.arange(out_h) * stride_h - pad_h).to(features.dtype)
+    col = (torch.arange(out_w) * stride_w - pad_w).to(features.dtype)
+    y = row[:, None] + tap_y[:, None, None] + shifts[:, :, :, 0]  # [B, G, K, oh, ow]
+    x = col[None, :] + tap_x[:, None, None] + shifts[:, :, :, 1]
+    inside = (y > -1) & (y < height) & (x > -1) & (x < width)
+    y_low, x_low = y.floor(), x.floor()
+    ly, lx = y - y_low, x - x_low
+    # One zero row/column around the input: corners at -1 or at height/width read 0, as the C++ does.
+    padded = torch.nn.functional.pad(features, (1, 1, 1, 1)).view(batch, offset_groups, -1, height + 2, width + 2)
+    b = torch.arange(batch)[:, None, None, None, None]
+    g = torch.arange(offset_groups)[None, :, None, None, None]
+
+    def at(yi: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
+        rows = (yi.long() + 1).clamp(0, height + 1)
+        cols = (xi.long() + 1).clamp(0, width + 1)
+        return padded[b, g, :, rows, cols]  # [B, G, K, oh, ow, C/G]
+
+    sampled = (
+        ((1 - ly) * (1 - lx))[..., None] * at(y_low, x_low)
+        + ((1 - ly) * lx)[..., None] * at(y_low, x_low + 1)
+        + (ly * (1 - lx))[..., None] * at(y_low + 1, x_low)
+        + (ly * lx)[..., None] * at(y_low + 1, x_low + 1)
+    )
+    sampled = sampled * inside[..., None]
+    if use_mask:
+        sampled = sampled * mask.view(batch, offset_groups, taps, out_h, out_w)[..., None]
+    columns = sampled.permute(0, 1, 5, 2, 3, 4).reshape(batch, groups, channels // groups, taps, out_h, out_w)
+    kernels = weight.view(groups, out_channels // groups, channels // groups, taps)
+    output = torch.einsum("bgckyx,gock->bgoyx", columns, kernels).reshape(batch, out_channels, out_h, out_w)
+    return output + bias[None, :, None, None]
+
+
 def _has_ops() -> bool:
     return True
 
@@ -205,7 +263,7 @@ def install() -> ModuleType:
         return torchvision
     library = torch.library.Library("torchvision", "DEF")
     _LIBRARIES.append(library)
-    kernels = {"nms": nms, "roi_align": roi_align, "roi_pool": roi_pool}
+    kernels = {"nms": nms, "roi_align": roi_align, "roi_pool": roi_pool, "deform_conv2d": deform_conv2d}
     for name, schema in _SCHEMAS.items():
         library.define(schema)
         library.impl(name, kernels.get(name, _missing(name)), "CPU")

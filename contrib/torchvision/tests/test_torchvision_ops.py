@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import pt2onnx
@@ -12,7 +12,7 @@ import pt2onnx_torchvision.plugin
 from pt2onnx.errors import ConversionError
 from pt2onnx.testing import assert_exports_like_eager
 
-from torchvision.ops import nms, roi_align  # isort: skip  (after conftest.py's install)
+from torchvision.ops import deform_conv2d, nms, roi_align  # isort: skip  (after conftest.py's install)
 
 PLUGINS = [pt2onnx_torchvision.plugin]
 # RoiAlign-22 (opsets 22+) has no onnxruntime kernel: roi_align exports at 16-21.
@@ -101,3 +101,51 @@ def test_roi_align_at_an_opset_onnxruntime_cannot_run_says_which_to_take():
     x, index, corner, size = torch.randn(1, 2, 8, 8), torch.zeros(3, 1), torch.rand(3, 2) * 4, torch.rand(3, 2) * 4
     with pytest.raises(ConversionError, match=r"no kernel for RoiAlign at opset 22 .*export with opset=21"):
         pt2onnx.export(RoiAlign((2, 2), 1.0, 0, True), (x, index, corner, size), plugins=PLUGINS, opset=22)
+
+
+class DeformConv(torch.nn.Module):
+    def __init__(self, weight, bias, stride, padding, dilation, masked) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight)
+        self.bias = None if bias is None else torch.nn.Parameter(bias)
+        self.options = {"stride": stride, "padding": padding, "dilation": dilation}
+        self.masked = masked
+
+    def forward(self, x: torch.Tensor, offset: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return deform_conv2d(x, offset, self.weight, self.bias, mask=mask if self.masked else None, **self.options)
+
+
+@st.composite
+def deform_convs(draw):
+    """A deformable convolution of drawn groups, kernel, stride, padding and dilation, with offsets
+    that move samples across pixels and off the input."""
+    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    groups, offset_groups = draw(st.sampled_from([(1, 1), (1, 2), (2, 1), (2, 2)]))
+    in_channels, out_channels = 2 * draw(st.integers(1, 3)), 2 * draw(st.integers(1, 2))
+    kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    stride, padding, dilation = (tuple(draw(st.integers(low, 2)) for _ in "hw") for low in (1, 0, 1))
+    height, width = draw(st.integers(4, 10)), draw(st.integers(4, 10))
+    out_h = (height + 2 * padding[0] - (dilation[0] * (kernel[0] - 1) + 1)) // stride[0] + 1
+    out_w = (width + 2 * padding[1] - (dilation[1] * (kernel[1] - 1) + 1)) // stride[1] + 1
+    assume(out_h > 0 and out_w > 0)  # torchvision's kernel refuses an empty output
+    taps = kernel[0] * kernel[1]
+    x = torch.randn(draw(st.integers(1, 2)), in_channels, height, width, generator=generator)
+    spread = draw(st.sampled_from([0.5, 3.0]))
+    offset = torch.randn(x.shape[0], 2 * offset_groups * taps, out_h, out_w, generator=generator) * spread
+    mask = torch.rand(x.shape[0], offset_groups * taps, out_h, out_w, generator=generator)
+    weight = torch.randn(out_channels, in_channels // groups, *kernel, generator=generator)
+    bias = torch.randn(out_channels, generator=generator) if draw(st.booleans()) else None
+    model = DeformConv(weight, bias, stride, padding, dilation, masked=draw(st.booleans()))
+    return model, (x, offset, mask)
+
+
+@given(case=deform_convs())
+def test_deform_conv2d_is_torchvisions(case):
+    model, inputs = case
+    assert_exports_like_eager(
+        model,
+        inputs,
+        plugins=PLUGINS,
+        dynamic=False,
+        expect_ops={"torchvision::deform_conv2d": "pt2onnx_torchvision.plugin"},
+    )

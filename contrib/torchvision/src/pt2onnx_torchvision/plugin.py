@@ -7,7 +7,8 @@ Caffe2/Detectron kernels torchvision's do):
 ==============================  =========================================================
 ``torchvision::nms``            ``NonMaxSuppression`` (one batch, one class)
 ``torchvision::roi_align``      ``RoiAlign`` (``half_pixel`` when aligned, else
-                                ``output_half_pixel``; opset 16)
+                                ``output_half_pixel``; opsets 16-21)
+``torchvision::deform_conv2d``  ``DeformConv`` (opset 19)
 ==============================  =========================================================
 """
 
@@ -58,10 +59,43 @@ def roi_align(op, input, rois, spatial_scale, pooled_height, pooled_width, sampl
     )
 
 
+def deform_conv2d(
+    op,
+    input,
+    weight,
+    offset,
+    mask,
+    bias,
+    stride_h,
+    stride_w,
+    pad_h,
+    pad_w,
+    dilation_h,
+    dilation_w,
+    groups,
+    offset_groups,
+    use_mask,
+):
+    """``DeformConv``: ONNX took torchvision's layout (offsets as (y, x) pairs per group and tap)."""
+    return op.DeformConv(
+        input,
+        weight,
+        offset,
+        bias,
+        mask if use_mask else None,
+        dilations=[dilation_h, dilation_w],
+        group=groups,
+        offset_group=offset_groups,
+        pads=[pad_h, pad_w, pad_h, pad_w],
+        strides=[stride_h, stride_w],
+    )
+
+
 @hookimpl
 def pt2onnx_register_custom_ops(register: CustomOpRegistrar) -> None:
     register.expand("torchvision::nms", nms, since=11)
     register.expand("torchvision::roi_align", roi_align, since=16)
+    register.expand("torchvision::deform_conv2d", deform_conv2d, since=19)
 
 
 @hookimpl
