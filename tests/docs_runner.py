@@ -12,6 +12,7 @@ The fenced blocks of the page, in order, in WORKDIR (a fresh directory):
   local folder is installed as is, a distribution of this repository (``pt2onnx-ort``)
   from its folder; one the running environment has already (``pt2onnx``) is not installed
   again, nor is any other requirement;
+- a page that imports torchvision gets it as the tests do (``_torchvision``);
 - a block preceded by ``<!-- not run: REASON -->`` is not run; other languages
   (``toml``, ``text``) are not run.
 
@@ -154,6 +155,17 @@ def run_pip_install(line: str, workdir: Path, site: Path) -> None:
         pip_install(*targets, target=site, timeout=600)
 
 
+def _torchvision() -> None:
+    """torchvision for a page that imports it, as the tests have it: from the folder ./dev.sh
+    installs it to, its C++ ops given CPU kernels (contrib/torchvision/tests/conftest.py)."""
+    site = ROOT / ".venv" / "torchvision-site"
+    if site.is_dir() and str(site) not in sys.path:
+        sys.path.append(str(site))
+    from torchvision_ops import install
+
+    install()
+
+
 def run_page(page: Path, workdir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COLUMNS")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -163,7 +175,10 @@ def run_page(page: Path, workdir: Path) -> None:
     sys.path.insert(0, str(workdir))
     workdir.mkdir(parents=True, exist_ok=True)
     os.chdir(workdir)
-    for block in blocks(page.read_text(encoding="utf-8")):
+    text = page.read_text(encoding="utf-8")
+    if re.search(r"^(from|import) torchvision", text, re.M):
+        _torchvision()
+    for block in blocks(text):
         where = f"{page.name}:{block.line}"
         if block.title is not None:
             target = workdir / block.title

@@ -3,7 +3,7 @@
 After non-maximum suppression the number of boxes is data: torch.export gives it an
 unbacked size, and any Python that turns a size into an ``int`` or branches on it stops
 capture (``GuardOnDataDependentSymNode``). torchvision's detection code does that in
-three places; while capture runs, each is replaced by code that computes the same values
+four places; while capture runs, each is replaced by code that computes the same values
 with tensor ops (the originals are torchvision's, BSD-3-Clause; each replacement says
 how it differs):
 
@@ -17,6 +17,9 @@ how it differs):
 * ``models.detection.roi_heads.paste_masks_in_image`` resizes each mask to its box's
   size in a Python loop (sizes that are data): here every pixel of the image samples
   its box's mask bilinearly, as ``F.interpolate(..., mode="bilinear")`` would.
+* ``models.detection.roi_heads.heatmaps_to_keypoints`` resizes each roi's heatmaps to
+  the roi's size in a Python loop: here the loop is ``torch.ops.higher_order.map``
+  (exported as one ``Scan``), whose body may resize to a size that is data.
 """
 
 from __future__ import annotations
@@ -117,6 +120,47 @@ def paste_masks_in_image(masks: Tensor, boxes: Tensor, img_shape: tuple[int, int
     return torch.where(inside, pasted, torch.zeros((), dtype=pasted.dtype))[:, None]
 
 
+def _roi_keypoints(maps: Tensor, roi: Tensor) -> tuple[Tensor, Tensor]:
+    """One roi's keypoints (``[N, 3]``) and their scores (``[N]``), as torchvision's loop body."""
+    from torch.nn import functional as F
+
+    num_keypoints = maps.shape[0]
+    width, height = (roi[2] - roi[0]).clamp(min=1), (roi[3] - roi[1]).clamp(min=1)
+    map_width, map_height = int(width.ceil().item()), int(height.ceil().item())
+    torch._check(map_width >= 1)
+    torch._check(map_height >= 1)
+    roi_map = F.interpolate(maps[:, None], size=(map_height, map_width), mode="bicubic", align_corners=False)
+    flat = roi_map.reshape(num_keypoints, -1)
+    position = flat.argmax(dim=1)
+    x_int = position % map_width
+    y_int = torch.div(position - x_int, map_width, rounding_mode="floor")
+    x = (x_int.float() + 0.5) * (width / map_width) + roi[0]
+    y = (y_int.float() + 0.5) * (height / map_height) + roi[1]
+    keypoints = torch.stack([x, y, torch.ones_like(x)], 1)
+    return keypoints, flat.gather(1, position[:, None])[:, 0]
+
+
+def _pair_keypoints(pair: tuple[Tensor, Tensor], *unused: Any) -> tuple[Tensor, Tensor]:
+    return _roi_keypoints(*pair)
+
+
+def heatmaps_to_keypoints(maps: Tensor, rois: Tensor) -> tuple[Tensor, Tensor]:
+    """torchvision's ``heatmaps_to_keypoints`` with its loop over rois as ``torch.ops.higher_order.map``.
+
+    Each roi's heatmaps are resized to the roi's own size, a size that is data: inside
+    ``map``'s body torch.export allows it, and the export is one ``Scan`` whose body
+    resizes to that iteration's size.
+    """
+    from torch._higher_order_ops.map import map as map_over_rois
+
+    # map refuses to map over nothing (and non-strict capture stops on that test of an unbacked
+    # size): one more roi, of size 1, makes the count at least 1; its result is dropped.
+    maps = torch.cat([maps, maps.new_zeros((1, *maps.shape[1:]))])
+    rois = torch.cat([rois, torch.tensor([[0.0, 0.0, 1.0, 1.0]], dtype=rois.dtype, device=rois.device)])
+    keypoints, scores = map_over_rois(_pair_keypoints, (maps, rois))
+    return keypoints[:-1], scores[:-1]
+
+
 def _replacements() -> list[tuple[Any, str, Any]]:
     import torchvision.models.detection.roi_heads as roi_heads
     import torchvision.models.detection.transform as transform
@@ -128,6 +172,7 @@ def _replacements() -> list[tuple[Any, str, Any]]:
         (poolers, "_multiscale_roi_align", multiscale_roi_align),
         (roi_heads, "paste_masks_in_image", paste_masks_in_image),
         (transform, "paste_masks_in_image", paste_masks_in_image),  # imported there by name
+        (roi_heads, "heatmaps_to_keypoints", heatmaps_to_keypoints),
     ]
 
 
