@@ -16,11 +16,12 @@ setup() {
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
         .venv/bin/python -m pip install -q --upgrade pip
         .venv/bin/python -m pip install -q -r requirements-dev.txt
-        # pt2onnx-torchvision's tests take torchvision from a folder of its own, put on the path
-        # by their conftest.py: the torchvision wheel matching the CPU torch is a CUDA build whose
-        # C++ ops do not load, and installed in .venv its failing import breaks transformers.
+        # pt2onnx-torchvision's tests and the zoo take torchvision (and timm, which imports it) from
+        # a folder of their own, put on the path where needed: the torchvision wheel matching the CPU
+        # torch is a CUDA build whose C++ ops do not load, and installed in .venv its failing import
+        # breaks transformers.
         .venv/bin/python -m pip install -q --no-deps -e ./contrib/torchvision
-        .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/torchvision-site torchvision==0.28.0
+        .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/torchvision-site torchvision==0.28.0 timm==1.0.31
         echo "$digest" > "$stamp"
     fi
 }

@@ -1,0 +1,501 @@
+"""The model zoo: every model of the world's model libraries through pt2onnx and torch.onnx, side by side.
+
+    python benchmarks/zoo/run.py [--library torchvision,timm,diffusers,transformers]
+        [--sample N --seed S] [--models A,B] [--timeout 300] [--exporters pt2onnx,torch.onnx]
+        [--out benchmarks/results/zoo]
+
+Each model runs in its own process (``--timeout`` seconds for all its steps; a crash or
+a timeout is a row, not a dead run). Per model, exporter and mode (``static``: the
+example's shapes; ``auto``: every dim dynamic where the model allows it), the steps are:
+
+1. export (pt2onnx: ``export(model, args, dynamic_shapes="auto")`` for auto; torch.onnx:
+   ``torch.onnx.export(..., dynamo=True)``, with ``Dim.AUTO`` on every dim of every tensor
+   input for auto);
+2. onnxruntime on the example input against eager (atol 1e-4, rtol 1e-3), and for auto
+   also on the second input of other sizes;
+3. OpenVINO (CPU, f32 precision hint), where it is importable, the same way.
+
+Each step is ``pass`` or ``fail: <phase>: <first line of the error>`` (phases: capture,
+translate, onnxruntime, numerics, openvino). ``--sample N`` takes N models per library,
+drawn with ``--seed``. Writes ``<out>.json`` (every row) and ``<out>.md`` (pass rates per
+library, exporter and mode, then every failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import inspect
+import json
+import random
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.utils._pytree as pytree
+
+if __package__ in (None, ""):  # run as a script: the repository root on the path, for `benchmarks.zoo`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.zoo.catalogue import LIBRARIES, ROOT, Case, Entry, NotBuilt, entries, entry, first_line
+
+EXPORTERS = ("pt2onnx", "torch.onnx")
+MODES = ("static", "auto")
+RUNTIMES = ("onnxruntime", "openvino")
+ATOL, RTOL = 1e-4, 1e-3
+NOT_COMPARED = "not compared (random-weight detections)"
+PACKAGES = ("torch", "transformers", "timm", "torchvision", "diffusers", "onnxruntime", "openvino")
+
+
+# -- one model, in the worker process ---------------------------------------------------
+
+
+#: An input's tensors in the forward signature's order, pytree-flattened: (the argument's
+#: name where the argument is one tensor, else None; the values).
+Feeds = list[tuple[str | None, np.ndarray]]
+
+
+def flat_inputs(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Feeds:
+    """The tensors of an input, as :data:`Feeds`."""
+    bound = inspect.signature(model.forward).bind(*args, **kwargs)
+    feeds: Feeds = []
+    for name, value in bound.arguments.items():
+        leaves = [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
+        lone = isinstance(value, torch.Tensor)
+        feeds += [(name if lone else None, leaf.detach().numpy()) for leaf in leaves]
+    return feeds
+
+
+def _match(names: list[str], feeds: Feeds) -> dict[str, np.ndarray]:
+    """The feeds by the model's input names: by name where every input is a named tensor, else in order.
+
+    By name first: exporters need not order keyword inputs as the signature does.
+    """
+    named = {name: value for name, value in feeds if name is not None}
+    if all(name in named for name in names):
+        return {name: named[name] for name in names}
+    if len(names) != len(feeds):
+        raise RuntimeError(f"the model has {len(names)} inputs, the example {len(feeds)} tensors")
+    return dict(zip(names, (value for _, value in feeds)))
+
+
+def auto_dynamic_shapes(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """torch.export's spec for "every dim of every tensor input dynamic where the model allows it": ``Dim.AUTO`` on each."""
+    bound = inspect.signature(model.forward).bind(*args, **kwargs)
+
+    def spec(value: Any) -> Any:
+        return dict.fromkeys(range(value.dim()), torch.export.Dim.AUTO) if isinstance(value, torch.Tensor) else None
+
+    return {name: pytree.tree_map(spec, value) for name, value in bound.arguments.items()}
+
+
+def _error(phase: str, error: BaseException) -> str:
+    """``fail: <phase>: <type>: <first line>``; for an error that wraps another, the first line of the innermost.
+
+    torch.onnx wraps torch.export's errors in one whose first line says only which step failed.
+    """
+    root = error
+    while root.__cause__ is not None:
+        root = root.__cause__
+    cause = "" if root is error else f"{type(root).__name__}: "
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(root))  # terminal colours
+    return f"fail: {phase}: {type(error).__name__}: {cause}{first_line(text)}"
+
+
+def export(case: Case, exporter: str, mode: str, path: Path) -> None:
+    """Export ``case`` with ``exporter`` in ``mode`` to ``path``; raises what the exporter raises."""
+    if exporter == "pt2onnx":
+        import pt2onnx
+
+        dynamic = "auto" if mode == "auto" else None
+        pt2onnx.export(case.model, case.args, case.kwargs, dynamic_shapes=dynamic, opset=case.opset, f=path, quiet=True)
+    elif exporter == "torch.onnx":
+        dynamic = auto_dynamic_shapes(case.model, case.args, case.kwargs) if mode == "auto" else None
+        program = torch.onnx.export(
+            case.model,
+            case.args,
+            kwargs=case.kwargs,
+            dynamic_shapes=dynamic,
+            opset_version=case.opset,
+            dynamo=True,
+            verbose=False,
+        )
+        program.save(str(path))
+    else:
+        raise ValueError(f"unknown exporter {exporter!r}")
+
+
+def export_phase(exporter: str, error: BaseException) -> str:
+    """Which phase an export error came from: ``capture`` (torch.export) or ``translate`` (everything after)."""
+    name = type(error).__name__
+    if exporter == "pt2onnx":
+        return "capture" if name == "CaptureError" else "translate"
+    return "capture" if name == "TorchExportError" else "translate"
+
+
+def _run_onnxruntime(path: Path, feeds: Feeds) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # one model at a time on a shared machine
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return session.run(None, _match([i.name for i in session.get_inputs()], feeds))
+
+
+def _run_openvino(path: Path, feeds: Feeds) -> list[np.ndarray]:
+    import openvino
+
+    # f32 as asked; one thread, as onnxruntime, on a shared machine.
+    compiled = openvino.Core().compile_model(
+        str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
+    )
+    results = compiled(_match([i.any_name for i in compiled.inputs], feeds))
+    return [np.asarray(results[output]) for output in compiled.outputs]
+
+
+def compare(expected: list[torch.Tensor], got: list[np.ndarray]) -> float:
+    """The max abs difference between eager's outputs and a runtime's; AssertionError past the tolerance."""
+    if len(expected) != len(got):
+        raise AssertionError(f"{len(got)} outputs, eager has {len(expected)}")
+    worst = 0.0
+    for i, (e, array) in enumerate(zip(expected, got)):
+        g = torch.from_numpy(np.asarray(array))
+        if g.shape != e.shape:
+            raise AssertionError(f"output {i}: shape {tuple(g.shape)}, eager {tuple(e.shape)}")
+        if not e.numel():
+            continue
+        if e.is_floating_point():
+            # assert_close's criterion, |got - eager| <= atol + rtol * |eager|, with the difference in the message.
+            difference = (g.double() - e.double()).abs().nan_to_num(0.0).max().item()
+            worst = max(worst, difference)
+            if not torch.allclose(g.to(e.dtype), e, atol=ATOL, rtol=RTOL, equal_nan=True):
+                raise AssertionError(f"output {i}: max abs diff {difference:.3g} (atol {ATOL:g}, rtol {RTOL:g})")
+        elif not torch.equal(g.to(e.dtype), e):
+            raise AssertionError(f"output {i}: {int((g.to(e.dtype) != e).sum())} of {e.numel()} elements differ")
+    return worst
+
+
+def check_runtime(
+    runtime: str, path: Path, case: Case, checks: list[tuple[Feeds, list[torch.Tensor]]]
+) -> dict[str, Any]:
+    """Run the file in ``runtime`` on each (feeds, eager outputs) pair: the status and the max abs difference."""
+    run = _run_onnxruntime if runtime == "onnxruntime" else _run_openvino
+    worst = 0.0
+    for which, (feeds, expected) in zip(("example", "other input"), checks):
+        try:
+            got = run(path, feeds)
+        except Exception as e:  # noqa: BLE001 (the runtime's failure is the row's status)
+            return {"status": _error(runtime, e) + ("" if which == "example" else f" (on the {which})")}
+        if not case.compare:
+            if len(got) == 0:
+                return {"status": f"fail: {runtime}: no outputs"}
+            continue
+        try:
+            worst = max(worst, compare(expected, got))
+        except AssertionError as e:
+            return {"status": f"fail: numerics: on the {which}: {first_line(str(e))}", "max_abs_diff": worst}
+    if not case.compare:
+        return {"status": "pass", "numerics": NOT_COMPARED, "outputs": len(got)}
+    return {"status": "pass", "max_abs_diff": worst}
+
+
+def _eager(case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    with torch.no_grad():
+        outputs = case.model(*args, **kwargs)
+    return [leaf for leaf in pytree.tree_leaves(outputs) if isinstance(leaf, torch.Tensor)]
+
+
+def model_rows(
+    item: Entry, exporters: Sequence[str], modes: Sequence[str], runtimes: Sequence[str], directory: Path
+) -> Iterator[dict[str, Any]]:
+    """The rows of one model: one per exporter and mode, each yielded as soon as it is done."""
+    base = {"library": item.library, "model": item.name}
+    start = time.perf_counter()
+    try:
+        case = item.build()
+        # Eager's outputs on both inputs: a model that does not run on them is not built either.
+        example = (flat_inputs(case.model, case.args, case.kwargs), _eager(case, case.args, case.kwargs))
+        other = (
+            flat_inputs(case.model, case.other_args, case.other_kwargs),
+            _eager(case, case.other_args, case.other_kwargs),
+        )
+    except NotBuilt as e:
+        built = f"not built: {e}"
+    except Exception as e:  # noqa: BLE001 (a builder's own failure is the model's row too)
+        built = f"not built: {type(e).__name__}: {first_line(str(e))}"
+    else:
+        built = "built"
+    build_s = time.perf_counter() - start
+    if built != "built":
+        for exporter in exporters:
+            for mode in modes:
+                yield {**base, "exporter": exporter, "mode": mode, "built": built, "build_s": build_s}
+        return
+    runtimes = [r for r in runtimes if r != "openvino" or _openvino_importable()]
+    for exporter in exporters:
+        for mode in modes:
+            row: dict[str, Any] = {**base, "exporter": exporter, "mode": mode, "built": built, "build_s": build_s}
+            path = directory / f"{exporter}-{mode}.onnx"
+            start = time.perf_counter()
+            try:
+                export(case, exporter, mode, path)
+            except Exception as e:  # noqa: BLE001 (an export failure is the row's status)
+                row["export"] = _error(export_phase(exporter, e), e)
+                row["traceback"] = traceback.format_exc()[-4000:]
+            else:
+                row["export"] = "pass"
+            row["export_s"] = round(time.perf_counter() - start, 3)
+            if row["export"] == "pass":
+                checks = [example, other] if mode == "auto" else [example]
+                for runtime in runtimes:
+                    result = check_runtime(runtime, path, case, checks)
+                    row[runtime] = result.pop("status")
+                    row.update({f"{runtime}_{key}": value for key, value in result.items()})
+            yield row
+
+
+def _openvino_importable() -> bool:
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def worker(
+    library: str, name: str, exporters: Sequence[str], modes: Sequence[str], runtimes: Sequence[str], rows: Path
+) -> None:
+    """Write the rows of one model to ``rows``, one JSON line each, flushed as each is done."""
+    torch.set_num_threads(1)  # one model at a time on a shared machine
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as directory, rows.open("a") as out:
+        for row in model_rows(entry(library, name), exporters, modes, runtimes, Path(directory)):
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+
+
+# -- the driver ---------------------------------------------------------------------------
+
+
+def run_model(
+    library: str,
+    name: str,
+    exporters: Sequence[str] = EXPORTERS,
+    modes: Sequence[str] = MODES,
+    runtimes: Sequence[str] = RUNTIMES,
+    timeout: float = 300,
+) -> list[dict[str, Any]]:
+    """The rows of one model, exported in a process of its own; a crash or timeout fills the missing rows."""
+    with tempfile.TemporaryDirectory() as directory:
+        rows_file = Path(directory) / "rows.jsonl"
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            f"{library}:{name}",
+            "--exporters",
+            ",".join(exporters),
+            "--modes",
+            ",".join(modes),
+            "--runtimes",
+            ",".join(runtimes),
+            "--rows",
+            str(rows_file),
+        ]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+            failure = (
+                None if done.returncode == 0 else f"fail: crash: exit {done.returncode}: {_last_line(done.stderr)}"
+            )
+        except subprocess.TimeoutExpired:
+            failure = f"fail: timeout after {timeout:g} s"
+        seconds = time.perf_counter() - start
+        rows = [json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists() else []
+    seen = {(r["exporter"], r["mode"]) for r in rows}
+    for exporter in exporters:
+        for mode in modes:
+            if (exporter, mode) not in seen:
+                rows.append(
+                    {
+                        "library": library,
+                        "model": name,
+                        "exporter": exporter,
+                        "mode": mode,
+                        "built": "built",
+                        "export": failure or "fail: no row",
+                    }
+                )
+    for row in rows:
+        row["model_s"] = round(seconds, 2)
+    return rows
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def select(libraries: Sequence[str], sample: int | None, seed: int, names: Sequence[str] = ()) -> list[Entry]:
+    """The models to run: every one of each library (of ``names`` only, if given), or ``sample`` of each drawn with ``seed``."""
+    chosen: list[Entry] = []
+    for library in libraries:
+        items = [e for e in entries(library) if not names or e.name in names]
+        if sample is not None and sample < len(items):
+            items = sorted(random.Random(seed).sample(items, sample), key=lambda e: e.name)
+        chosen += items
+    return chosen
+
+
+def versions() -> dict[str, str]:
+    """The versions of the packages the zoo runs, ``-`` where one is not installed."""
+    # torchvision lives beside the environment, not in it (catalogue.setup_torchvision).
+    path = [*sys.path, str(ROOT / ".venv" / "torchvision-site")]
+    found = {}
+    for package in PACKAGES:
+        distribution = next(iter(importlib.metadata.distributions(name=package, path=path)), None)
+        found[package] = distribution.version if distribution is not None else "-"
+    return found
+
+
+def _steps(row: dict[str, Any]) -> dict[str, str]:
+    """The row's steps that have a status, as (mode, step) -> status."""
+    return {step: row[step] for step in ("export", *RUNTIMES) if step in row}
+
+
+def markdown(rows: list[dict[str, Any]], command: str, when: str, package_versions: dict[str, str]) -> str:
+    """The results table: pass rates per library, exporter and mode, then every failure."""
+    lines = [
+        "# Model zoo: pt2onnx beside torch.onnx",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {when}  ",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in package_versions.items()),
+        "",
+        "Per library and exporter: models built, then per mode (static / auto) the models whose export,",
+        "onnxruntime run and OpenVINO run passed, out of those built (a run counts as passed only",
+        "after its export did; `not built` models are counted apart, not as failures).",
+        "",
+        "| library | exporter | models | not built | static export | static onnxruntime | static openvino"
+        " | auto export | auto onnxruntime | auto openvino |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["library"], row["exporter"]), []).append(row)
+    for (library, exporter), group in groups.items():
+        models = {r["model"] for r in group}
+        built = {r["model"] for r in group if r["built"] == "built"}
+        cells = []
+        for mode in MODES:
+            mode_rows = [r for r in group if r["mode"] == mode and r["built"] == "built"]
+            for step in ("export", *RUNTIMES):
+                passed = sum(r.get(step) == "pass" for r in mode_rows)
+                cells.append(f"{passed}/{len(mode_rows)}" if mode_rows else "-")
+        lines.append(
+            f"| {library} | {exporter} | {len(models)} | {len(models) - len(built)} | " + " | ".join(cells) + " |"
+        )
+    lines += [
+        "",
+        "## Failures",
+        "",
+        "| library | model | exporter | mode | step | status |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        for step, status in _steps(row).items():
+            if status != "pass":
+                lines.append(
+                    f"| {row['library']} | {row['model']} | {row['exporter']} | {row['mode']} | {step} | {_cell(status)} |"
+                )
+    lines += ["", "## Not built", "", "| library | model | reason |", "|---|---|---|"]
+    reported = set()
+    for row in rows:
+        if row["built"] != "built" and (row["library"], row["model"]) not in reported:
+            reported.add((row["library"], row["model"]))
+            lines.append(f"| {row['library']} | {row['model']} | {_cell(row['built'])} |")
+    lines += [
+        "",
+        "## Seconds per model",
+        "",
+        "Export seconds per exporter and mode; then the model's whole process, all steps.",
+        "",
+    ]
+    columns = [
+        (e, m) for e in dict.fromkeys(r["exporter"] for r in rows) for m in dict.fromkeys(r["mode"] for r in rows)
+    ]
+    lines += [
+        "| library | model | " + " | ".join(f"{e} {m}" for e, m in columns) + " | process |",
+        "|---|---|" + "---|" * (len(columns) + 1),
+    ]
+    by_model: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
+    for row in rows:
+        by_model.setdefault((row["library"], row["model"]), {})[row["exporter"], row["mode"]] = row
+    for (library, model), cells in by_model.items():
+        seconds = [str(cells.get(column, {}).get("export_s", "-")) for column in columns]
+        process = next(iter(cells.values())).get("model_s", "-")
+        lines.append(f"| {library} | {model} | " + " | ".join(seconds) + f" | {process} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--library", default=",".join(LIBRARIES), help="comma-separated libraries")
+    parser.add_argument("--sample", type=int, default=None, help="models per library, drawn with --seed")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--models", default="", help="comma-separated model names: only these")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per model, all its steps")
+    parser.add_argument("--exporters", default=",".join(EXPORTERS))
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--runtimes", default=",".join(RUNTIMES))
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "zoo")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # LIBRARY:NAME, in the model's own process
+    parser.add_argument("--rows", type=Path, help=argparse.SUPPRESS)
+    options = parser.parse_args(argv)
+    exporters, modes, runtimes = (options.exporters.split(","), options.modes.split(","), options.runtimes.split(","))
+    if options.worker:
+        library, name = options.worker.split(":", 1)
+        worker(library, name, exporters, modes, runtimes, options.rows)
+        return
+
+    command = shlex.join(["python", "benchmarks/zoo/run.py", *(sys.argv[1:] if argv is None else argv)])
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    chosen = select(
+        options.library.split(","), options.sample, options.seed, options.models.split(",") if options.models else ()
+    )
+    rows: list[dict[str, Any]] = []
+    for i, item in enumerate(chosen, 1):
+        model_rows_ = run_model(item.library, item.name, exporters, modes, runtimes, options.timeout)
+        rows += model_rows_
+        summary = ", ".join(f"{r['exporter']}/{r['mode']}: {_short(r)}" for r in model_rows_)
+        print(f"[{i}/{len(chosen)}] {item.library} {item.name} ({model_rows_[0]['model_s']} s): {summary}", flush=True)
+    options.out.parent.mkdir(parents=True, exist_ok=True)
+    record = {"command": command, "date": when, "versions": versions(), "rows": rows}
+    Path(f"{options.out}.json").write_text(json.dumps(record, indent=1) + "\n")
+    Path(f"{options.out}.md").write_text(markdown(rows, command, when, record["versions"]))
+    print(f"wrote {options.out}.json and {options.out}.md")
+
+
+def _short(row: dict[str, Any]) -> str:
+    if row["built"] != "built":
+        return row["built"][:80]
+    failed = [f"{step} {status[:80]}" for step, status in _steps(row).items() if status != "pass"]
+    return "; ".join(failed) or "pass"
+
+
+if __name__ == "__main__":
+    main()

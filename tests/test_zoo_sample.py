@@ -1,0 +1,60 @@
+"""A bounded, seeded sample of the model zoo (benchmarks/zoo) through pt2onnx: static and auto, in onnxruntime.
+
+Two models per library, drawn from those the full zoo run marks as passing
+(``catalogue.EXPECTED_PASS``), with the seed of ``HYPOTHESIS_SEED`` when set (so every CI
+run tries others, and ``HYPOTHESIS_SEED=N`` reproduces one), else a fixed one. Each model
+runs through the zoo runner's own ``run_model``: in a process of its own, under a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # benchmarks/ is no installed package: imported from the checkout
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.zoo.catalogue import EXPECTED_PASS  # noqa: E402
+from benchmarks.zoo.run import run_model  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+PER_LIBRARY = 2
+SEED = os.environ.get("HYPOTHESIS_SEED", "25")
+#: Seconds per model, all its steps: the slowest expected model takes ~30 s alone.
+TIMEOUT = 120
+
+
+def sample(seed: str, per_library: int = PER_LIBRARY) -> list[tuple[str, str]]:
+    """``per_library`` expected-to-pass models of each library, drawn with ``seed``."""
+    rng = random.Random(seed)
+    return [
+        (library, name)
+        for library, names in sorted(EXPECTED_PASS.items())
+        for name in sorted(rng.sample(sorted(names), min(per_library, len(names))))
+    ]
+
+
+@pytest.mark.parametrize(("library", "name"), sample(SEED))
+def test_zoo_model_passes(library: str, name: str) -> None:
+    print(f"zoo sample (seed {SEED}): {library} {name}")
+    rows = run_model(
+        library, name, exporters=["pt2onnx"], modes=["static", "auto"], runtimes=["onnxruntime"], timeout=TIMEOUT
+    )
+    assert [(r["mode"], r["built"]) for r in rows] == [("static", "built"), ("auto", "built")]
+    failures = [
+        f"{r['mode']} {step}: {r[step]}" for r in rows for step in ("export", "onnxruntime") if r.get(step) != "pass"
+    ]
+    assert not failures, "\n".join(failures)
+
+
+def test_sample_is_bounded_and_seeded() -> None:
+    chosen = sample(SEED)
+    assert chosen == sample(SEED)
+    assert all(name in EXPECTED_PASS[library] for library, name in chosen)
+    assert len(chosen) <= PER_LIBRARY * len(EXPECTED_PASS)
