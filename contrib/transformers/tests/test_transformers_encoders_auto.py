@@ -59,3 +59,25 @@ def test_an_encoder_exports_with_auto_and_runs_at_other_sizes(name):
         mask[0, length // 2 :] = 0
         check = result.verify(input_ids=ids, attention_mask=mask)
         assert check.ok, f"{name} at batch {batch}, sequence {length}:\n{check}"
+
+
+def test_an_encoder_decoder_keeps_its_two_lengths_apart():
+    """The hint gave decoder_input_ids the name of input_ids' length: T5 with auto failed to
+    capture (``decoder_input_ids.size()[1] = 6 is not equal to input_ids.size()[1] = 8``)."""
+    torch.manual_seed(0)
+    config = tf.T5Config(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4)
+    model = tf.T5Model(config).eval()
+
+    def inputs(batch, source, target):
+        ids = torch.randint(4, 90, (batch, source))
+        return {
+            "input_ids": ids,
+            "attention_mask": torch.ones_like(ids),
+            "decoder_input_ids": torch.randint(4, 90, (batch, target)),
+            "use_cache": False,
+        }
+
+    result = pt2onnx.export(model, (), inputs(2, 8, 6), dynamic_shapes="auto")
+    for batch, source, target in ((2, 8, 6), (3, 5, 11), (1, 12, 2)):
+        check = result.verify(**inputs(batch, source, target))
+        assert check.ok, f"batch {batch}, source {source}, target {target}:\n{check}"

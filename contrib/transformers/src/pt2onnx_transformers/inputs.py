@@ -34,8 +34,9 @@ _TOKENS = {
     "position_ids": "sequence_length",
     "token_type_ids": "sequence_length",
     "inputs_embeds": "sequence_length",
-    "decoder_input_ids": "sequence_length",
-    "decoder_position_ids": "sequence_length",
+    # An encoder-decoder's two lengths are independent: one name would make them equal.
+    "decoder_input_ids": "decoder_sequence_length",
+    "decoder_position_ids": "decoder_sequence_length",
 }
 #: Masks: (batch, past + sequence). torch relates their length to the others' by a guard no
 #: named ``Dim`` can state (``mask >= past + sequence``), so it stays ``Dim.AUTO``.
