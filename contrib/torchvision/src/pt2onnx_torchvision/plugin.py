@@ -14,6 +14,8 @@ Caffe2/Detectron kernels torchvision's do):
 
 from __future__ import annotations
 
+import torch
+
 from pt2onnx.plugin import CustomOpRegistrar, PreparationRegistrar, hookimpl
 
 from . import patches
@@ -32,7 +34,8 @@ def nms(op, dets, scores, iou_threshold):
 def _split_rois(op, rois):
     """torchvision's ``[K, 5]`` rois (batch index first) as ONNX's boxes ``[K, 4]`` and ``int64`` indices ``[K]``."""
     batch = op.Cast(
-        op.Squeeze(op.Slice(rois, op.constant([0]), op.constant([1]), op.constant([1])), op.constant([1])), to=7
+        op.Squeeze(op.Slice(rois, op.constant([0]), op.constant([1]), op.constant([1])), op.constant([1])),
+        to=op.dtype(torch.int64),
     )
     boxes = op.Slice(rois, op.constant([1]), op.constant([5]), op.constant([1]))
     return boxes, batch
