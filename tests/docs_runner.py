@@ -156,11 +156,7 @@ def run_pip_install(line: str, workdir: Path, site: Path) -> None:
 
 
 def _torchvision() -> None:
-    """torchvision for a page that imports it, as the tests have it: from the folder ./dev.sh
-    installs it to, its C++ ops given CPU kernels (contrib/torchvision/tests/conftest.py)."""
-    site = ROOT / ".venv" / "torchvision-site"
-    if site.is_dir() and str(site) not in sys.path:
-        sys.path.append(str(site))
+    """torchvision for a page that imports it, as the tests have it (tests/torchvision_ops.py)."""
     from torchvision_ops import install
 
     install()

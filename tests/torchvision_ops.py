@@ -7,6 +7,10 @@ own schemas and CPU kernels transcribed from its C++ ones (``torchvision/csrc/op
 imports torchvision, whose fake (meta) kernels then register as they do with ``_C``. A test
 helper only: users' torchvision has the real kernels, and no pack imports this.
 
+``./dev.sh`` installs torchvision (and timm, which imports it) into :data:`SITE`, beside
+``.venv``, not in it: installed there, its failing import breaks transformers. :func:`install`
+puts that folder on the path.
+
 Call it before the first ``import torchvision``::
 
     from torchvision_ops import install
@@ -18,6 +22,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 import torch
@@ -57,6 +62,8 @@ _META_FROM_TORCHVISION = {
     "deform_conv2d": "meta_deform_conv2d",
 }
 _LIBRARIES: list[torch.library.Library] = []
+#: Where ./dev.sh installs torchvision and timm.
+SITE = Path(__file__).resolve().parents[1] / ".venv" / "torchvision-site"
 
 
 def nms(dets: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
@@ -255,6 +262,8 @@ def _missing(name: str) -> Callable[..., None]:
 
 def install() -> ModuleType:
     """Define ``torch.ops.torchvision`` with CPU kernels (once) and return the imported torchvision."""
+    if SITE.is_dir() and str(SITE) not in sys.path:
+        sys.path.append(str(SITE))
     if "torchvision" in sys.modules:
         return sys.modules["torchvision"]
     if hasattr(torch.ops.torchvision, "nms"):  # a torchvision whose _C loads: nothing to stand in for

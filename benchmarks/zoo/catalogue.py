@@ -112,10 +112,8 @@ class Entry:
 
 
 def setup_torchvision() -> None:
-    """Make torchvision importable (and timm with it): its site folder on the path, its ops given CPU kernels."""
-    site = str(ROOT / ".venv" / "torchvision-site")
-    if site not in sys.path:
-        sys.path.append(site)
+    """Make torchvision importable (and timm with it): tests/torchvision_ops.py puts its folder on the path
+    and gives its ops CPU kernels."""
     tests = str(ROOT / "tests")
     if tests not in sys.path:
         sys.path.insert(0, tests)

@@ -10,16 +10,10 @@ working. Without that folder (and without a working torchvision) these tests ski
 from __future__ import annotations
 
 import importlib.util
-import sys
-from pathlib import Path
 
-_SITE = Path(__file__).resolve().parents[3] / ".venv" / "torchvision-site"
-if _SITE.is_dir() and str(_SITE) not in sys.path:
-    sys.path.append(str(_SITE))
+from torchvision_ops import SITE, install
 
-if importlib.util.find_spec("torchvision") is None:
+if not SITE.is_dir() and importlib.util.find_spec("torchvision") is None:
     collect_ignore_glob = ["test_*.py"]
 else:
-    from torchvision_ops import install
-
     install()
