@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from pt2onnx.testing import ALL_DTYPES, assert_exports_like_eager, dtypes, shapes, tensors
@@ -70,6 +70,11 @@ def test_scalar_tensor_of_a_symbolic_size():
 
 
 @given(x=tensors(shapes(max_rank=2)), scale=tensors((), dtypes(("float32", "float64", "int32", "int64", "bool"))))
+@example(
+    x=torch.tensor([2.828125, 1.25, -0.244140625], dtype=torch.bfloat16), scale=torch.tensor(3.4028234663852886e38)
+)
 def test_local_scalar_dense(x, scale):
     # .item() of a 0-d tensor is a symbolic scalar (SymInt, SymFloat or SymBool) used as a number.
+    # torch multiplies a bfloat16 tensor by it in float32: the example's factor is finite
+    # there and inf as a bfloat16 (found by the CI's run).
     assert_exports_like_eager(lambda t, s: t * s.item(), (x, scale), expect_ops=["aten::_local_scalar_dense"])

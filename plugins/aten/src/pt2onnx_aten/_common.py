@@ -83,6 +83,7 @@ def compute(
     *,
     cast_back: bool = True,
     argument: str = "self",
+    scalar_other: bool = False,
 ) -> ir.Value:
     """``fn(*values)`` with the values in ``dtype``, run in a wider dtype if onnxruntime needs one.
 
@@ -91,18 +92,33 @@ def compute(
     as torch casts every operand to the computation dtype (a float16 divisor of a bfloat16
     tensor is a bfloat16 value), and so is a Python scalar of an integer computation (-3
     is 253 to a uint8 tensor).
+
+    ``scalar_other``: a 0-d second operand is read in the wider dtype unrounded, like a
+    Python scalar, as torch's mul and div kernels read a scalar divisor or factor of a
+    bfloat16/float16 tensor in float32 (``bf16 * 3.4e38`` stays finite where the rounded
+    factor is inf).
     """
     wide = kernel_dtype(op, dtype, supported, argument)
 
-    def operand(v: Any) -> Any:
-        if isinstance(v, ir.Value) and v.dtype != dtype:
+    def operand(v: Any, *, scalar: bool = False) -> Any:
+        if isinstance(v, ir.Value) and v.dtype != dtype and not (scalar and _is_wide_scalar(v, dtype, wide)):
             v = as_dtype(op, v, dtype)
         elif not isinstance(v, ir.Value) and dtype in INTS and wide != dtype:
             v = np.asarray(v).astype(dtype.numpy())
         return as_dtype(op, v, wide)
 
-    result = fn(*[operand(v) for v in values])
+    result = fn(*[operand(v, scalar=scalar_other and i == 1) for i, v in enumerate(values)])
     return op.Cast(result, to=dtype) if cast_back and wide != dtype else result
+
+
+def _is_wide_scalar(value: ir.Value, dtype: ir.DataType, wide: ir.DataType) -> bool:
+    return (
+        dtype in HALVES
+        and wide == D.FLOAT
+        and value.dtype in (D.FLOAT, D.DOUBLE)
+        and value.shape is not None
+        and value.shape.rank() == 0
+    )
 
 
 def meta_of(arg: Any) -> Any:

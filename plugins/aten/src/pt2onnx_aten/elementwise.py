@@ -77,7 +77,7 @@ def sub(op, self, other, *, alpha=1):
 def mul(op, self, other):
     if op.output_dtype == D.BOOL:
         return op.And(*promote(op, self, other))
-    return compute(op, op.Mul, [self, other], op.output_dtype, NUMBERS)
+    return compute(op, op.Mul, [self, other], op.output_dtype, NUMBERS, scalar_other=True)
 
 
 def _floor_divide_float(op, a, b):
@@ -121,7 +121,7 @@ def _quotient(op, a, b, dtype):
 def div(op, self, other, *, rounding_mode=None):
     dtype = op.output_dtype
     if rounding_mode is None:
-        return compute(op, op.Div, [self, other], dtype, FLOATS)
+        return compute(op, op.Div, [self, other], dtype, FLOATS, scalar_other=True)
     if rounding_mode == "trunc":
         if dtype in INTS:
             return compute(op, lambda a, b: _truncate_divide_int(op, a, b), [self, other], dtype, _INT_DIVIDE)
