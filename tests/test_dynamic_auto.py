@@ -66,3 +66,24 @@ def test_a_spec_the_user_gives_is_not_refined():
         assert "Dim('sequence_length', max=16)" in str(e)
     else:
         raise AssertionError("a user's own dynamic_shapes were changed without a word")
+
+
+class AddPositions(torch.nn.Module):
+    """A 16-row position table added to H * W tokens, as a DiT's patch embedding does:
+    torch keeps H and W dynamic under a guard that their product is 16."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("positions", torch.randn(1, 16, 8))
+
+    def forward(self, x):
+        return x.reshape(1, -1, 8) + self.positions
+
+
+def test_a_size_torch_guards_stays_static_and_the_report_names_the_guard():
+    result = assert_exports_like_eager(
+        AddPositions(), (torch.randn(1, 4, 4, 8),), other_inputs=[((torch.randn(1, 2, 8, 8),), {})]
+    )
+    assert result.report.size_guards == {"x_dim1*x_dim2 == 16": "add"}
+    assert "guarded: x_dim1*x_dim2 == 16 (from node add)" in str(result.report)
+    assert "size held static under torch's guard: x_dim1*x_dim2 == 16" in result.report.to_markdown()

@@ -64,6 +64,7 @@ EXPECTED_PASS: dict[str, tuple[str, ...]] = {
     "diffusers": (
         "AutoencoderKL.decoder",
         "AutoencoderKL.encoder",
+        "DiTTransformer2DModel",
         "FluxTransformer2DModel",
         "SD3Transformer2DModel",
         "UNet2DConditionModel",
@@ -416,9 +417,11 @@ def _diffusers_case(name: str) -> Case:
             patch_size=2,
             sample_size=8,
         )
-        # Its position embedding fixes the sample size: the other input is batch 2.
-        other = (torch.randn(2, 4, 8, 8), torch.tensor([10, 20]), torch.tensor([1, 2]))
-        case = Case(model, (torch.randn(1, 4, 8, 8), t, torch.tensor([1])), other_args=other)
+        # Its position embedding fixes the image to H * W == 16 patches (torch keeps H and W
+        # under that guard), so the batch is what varies: 2 then 3, as torch holds a 1 static.
+        example = (torch.randn(2, 4, 8, 8), torch.tensor([10, 20]), torch.tensor([1, 2]))
+        other = (torch.randn(3, 4, 8, 8), torch.tensor([10, 20, 30]), torch.tensor([1, 2, 3]))
+        case = Case(model, example, other_args=other)
     else:
         raise KeyError(name)
     case.model.eval()

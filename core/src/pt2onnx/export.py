@@ -272,6 +272,7 @@ def export(
         NonfiniteDeviation(op, count, plugin, deviation)
         for (op, plugin, deviation), count in translated.nonfinite_deviations.items()
     ]
+    export_report.size_guards = translated.size_guards
     export_report.nodes_translated = count_nodes(onnx_model)
 
     with export_report.phase("optimize"), progress.phase("optimize"):

@@ -192,6 +192,9 @@ class Report:
             where memory grew.
         capture: the capture strategy that produced the graph (``strict=False``, a fallback, ...).
         capture_fallback: why the asked capture mode failed, when a fallback was taken.
+        size_guards: sizes torch's guards fix (``x_dim1*x_dim2 == 16``) that the graph
+            holds static, each with the first FX node relying on it: the model runs at the
+            sizes that keep them, as the captured program does.
         retraced: whether the program was re-traced with a decomposition table, and
             ``decompose_reason`` why (or why not).
         opset: the target ONNX opset.
@@ -223,6 +226,9 @@ class Report:
     #: With ``dynamic_shapes="auto"``: torch's suggested fixes applied because the model
     #: bounds or ties dims (``sequence_length = Dim('sequence_length', max=128)``).
     shapes_refined: list[str] = field(default_factory=list)
+    #: Sizes torch's guards fix and the graph holds static, each with the first node relying
+    #: on it (``x_dim1*x_dim2 == 16: add``): the model runs only at sizes that keep them.
+    size_guards: dict[str, str] = field(default_factory=dict)
     retraced: bool = False
     decompose_reason: str = ""
     opset: int = 0
@@ -300,6 +306,7 @@ class Report:
         for name, axes in self.static_dims.items():
             lines.extend(f"  static: {name} dim {axis}: {why}" for axis, why in axes.items())
         lines.extend(f"  refined by the model: {fix}" for fix in self.shapes_refined)
+        lines.extend(f"  guarded: {guard} (from node {node})" for guard, node in self.size_guards.items())
         lines.append(f"decompose: {'re-traced' if self.retraced else 'skipped'} ({self.decompose_reason})")
         lines.append(f"opset: {self.opset}; nodes: {self.nodes_translated} translated, {self.nodes_final} final")
         lines.append("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items()))

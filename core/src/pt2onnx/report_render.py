@@ -41,6 +41,10 @@ def _sections(report: Report) -> list[_Section]:
     if report.capture_fallback:
         summary.lines.append(f"capture fallback because: {report.capture_fallback.splitlines()[0]}")
     summary.lines.extend(f"dynamic shapes refined by the model: {fix}" for fix in report.shapes_refined)
+    summary.lines.extend(
+        f"size held static under torch's guard: {guard} (from node {node})"
+        for guard, node in report.size_guards.items()
+    )
     summary.lines.append(f"decompose: {'re-traced' if report.retraced else 'skipped'} ({report.decompose_reason})")
     summary.lines.append(
         f"opset {report.opset}; ONNX nodes: {report.nodes_translated} translated, {report.nodes_final} after optimization"

@@ -23,6 +23,7 @@ import onnxscript
 import torch
 import torch.fx
 from onnxscript import GraphBuilder
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .builder import Builder
 from .errors import (
@@ -82,6 +83,9 @@ class TranslatedGraph:
     input_symbols: frozenset[str] = frozenset()
     #: Per (op, plugin, deviation) that ``op.exact_nonfinite`` recorded: how many FX nodes.
     nonfinite_deviations: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    #: Sizes torch's guards fix that the graph holds static (``x_dim1*x_dim2 == 16``),
+    #: each with the first FX node whose converter relied on it.
+    size_guards: dict[str, str] = field(default_factory=dict)
 
 
 def _is_custom(name: str) -> bool:
@@ -128,6 +132,7 @@ class GraphTranslator:
         self._calling: list[str] = []
         # What ``op.exact_nonfinite`` recorded: (op, plugin, deviation, FX node), in call order.
         self._deviations: list[tuple[str, str, str, torch.fx.Node]] = []
+        self._size_guards: dict[str, str] = {}
 
     # -- checks before translating anything -----------------------------------------
 
@@ -218,6 +223,7 @@ class GraphTranslator:
             self.torch_typed,
             self._input_symbols,
             self._deviation_counts(),
+            dict(self._size_guards),
         )
 
     # -- bodies of higher-order ops ---------------------------------------------------
@@ -465,6 +471,7 @@ class GraphTranslator:
         if result.shape is not None:
             if result.shape.rank() != len(shape):
                 raise self._mismatch(node, fn, plugin, f"rank {len(shape)}", f"rank {result.shape.rank()}")
+            shape = self._guarded_sizes(result.shape, shape, meta, name)
             if not _dims_agree(result.shape, shape, self._input_symbols):
                 raise self._mismatch(node, fn, plugin, f"shape {_text(shape)}", f"shape {_text(result.shape)}")
         if result.producer() in new_nodes:
@@ -472,6 +479,23 @@ class GraphTranslator:
         result.type = type_
         result.shape = shape
         return result
+
+    def _guarded_sizes(self, got: ir.Shape, expected: ir.Shape, meta: Any, name: str) -> ir.Shape:
+        """``expected`` with the converter's size wherever torch's guards fix torch's expression to it.
+
+        torch keeps ``x_dim1*x_dim2`` for a dim a guard says is 16 (a 16-row position table
+        added to H*W tokens): the converter's 16 holds in every run the program accepts, so
+        it is no disagreement. Each such size is recorded for the report.
+        """
+        dims = list(expected)
+        for axis, (g, e) in enumerate(zip(got, expected)):
+            size = meta.shape[axis] if isinstance(meta, torch.Tensor) else None
+            if not (isinstance(g, int) and isinstance(e, ir.SymbolicDim) and isinstance(size, torch.SymInt)):
+                continue
+            if statically_known_true(size == g):
+                dims[axis] = g
+                self._size_guards.setdefault(f"{e.value} == {g}", name)
+        return ir.Shape(dims)
 
     def _mismatch(
         self, node: torch.fx.Node, fn: Callable[..., Any], plugin: str, expected: str, got: Any
