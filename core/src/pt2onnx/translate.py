@@ -488,8 +488,9 @@ class GraphTranslator:
         it is no disagreement. Each such size is recorded for the report.
         """
         dims = list(expected)
-        for axis, (g, e) in enumerate(zip(got, expected)):
-            size = meta.shape[axis] if isinstance(meta, torch.Tensor) else None
+        # torch's sizes lead: a complex tensor's ONNX form has one more dim (real, imaginary).
+        sizes = meta.shape if isinstance(meta, torch.Tensor) else ()
+        for axis, (g, e, size) in enumerate(zip(got, expected, sizes)):
             if not (isinstance(g, int) and isinstance(e, ir.SymbolicDim) and isinstance(size, torch.SymInt)):
                 continue
             if statically_known_true(size == g):
