@@ -6,7 +6,8 @@ drawn so that scores spread; the image has shapes in it. Each of eager's detecti
 have one in the export with its label, and its score and box within what float32 noise
 through a deep network moves them (the backbone's features already differ by ~1e-5
 relative). Faster R-CNN, RetinaNet, FCOS and SSDlite were checked on 4 images while writing
-this (seeds 1-4); the test runs two.
+this (seeds 1-4), and so were the boxes, labels and scores of Mask and Keypoint R-CNN at
+320 px; the test runs two.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ def scene(seed: int, size: int = 320) -> torch.Tensor:
 def detector(name: str, std: float) -> torch.nn.Module:
     torch.manual_seed(0)
     options = {"box_score_thresh": 0.0, "box_detections_per_img": 20} if "rcnn" in name else {"detections_per_img": 20}
+    if "resnet50" in name:
+        # 320 px, as the MobileNet models, instead of 800: the same graph in a fifth of the time.
+        options |= {"min_size": 320, "max_size": 320}
     model = getattr(detection, name)(weights=None, weights_backbone=None, **options).eval()
     for parameter_name, parameter in model.named_parameters():
         if parameter.dim() > 1 and any(head in parameter_name for head in HEADS):
@@ -114,17 +118,21 @@ def test_detector_exports_with_a_dynamic_number_of_detections(name):
         assert_detections_match(result.run([image])[0], eager)
 
 
-def test_keypoint_rcnn_exports_and_runs():
-    """Keypoint R-CNN: its detections are not compared with eager's (docs/detection.md: on some
-    images a box is 2.75 px off and 12% of keypoints move, not yet explained); the keypoint
-    patch itself is compared in test_the_capture_patch_computes_what_torchvision_does."""
+def test_keypoint_rcnn_exports_and_its_detections_match():
+    """Keypoint R-CNN's boxes, labels and scores match eager's; its keypoints are compared by
+    shape only (docs/detection.md: up to 20 px apart on some images, not yet explained). The
+    keypoint patch itself is compared in test_the_capture_patch_computes_what_torchvision_does."""
     model, result = export_detector("keypointrcnn_resnet50_fpn")
-    image = scene(1)
-    with torch.no_grad():
-        eager = model([image])[0]
-    got = {key: torch.as_tensor(value) for key, value in result.run([image])[0].items()}
-    assert {key: value.shape for key, value in got.items()} == {key: value.shape for key, value in eager.items()}
-    assert bool(got["keypoints"][..., 2].eq(1).all())
+    for seed in (1, 2):
+        image = scene(seed)
+        with torch.no_grad():
+            eager = model([image])[0]
+        assert len(set(eager["scores"].tolist())) == len(eager["scores"]) > 1, "the scores tie: the check is blind"
+        got = {key: torch.as_tensor(value) for key, value in result.run([image])[0].items()}
+        assert {key: value.shape for key, value in got.items()} == {key: value.shape for key, value in eager.items()}
+        assert bool(got["keypoints"][..., 2].eq(1).all())
+        detections = ("boxes", "labels", "scores")
+        assert_detections_match({k: got[k] for k in detections}, {k: eager[k] for k in detections})
 
 
 class Postprocess(torch.nn.Module):
@@ -152,11 +160,9 @@ class Postprocess(torch.nn.Module):
         return keep, pooled, masks, keypoints, keypoint_scores
 
 
-@settings(max_examples=10)  # each example exports twice (the witness): ~4 s
-@given(seed=st.integers(0, 2**31 - 1), count=st.integers(1, 30))
-def test_the_capture_patch_computes_what_torchvision_does(seed, count):
+def _postprocess_inputs(seed: int, count: int) -> tuple[torch.Tensor, ...]:
     generator = torch.Generator().manual_seed(seed)
-    inputs = (
+    return (
         torch.randn(1, 3, 16, 16, generator=generator),
         torch.randn(1, 3, 8, 8, generator=generator),
         torch.rand(count, 2, generator=generator) * 50,
@@ -164,5 +170,16 @@ def test_the_capture_patch_computes_what_torchvision_does(seed, count):
         torch.randn(count, generator=generator),
         torch.randint(0, 3, (count,), generator=generator).float(),
     )
-    result = assert_exports_like_eager(Postprocess(), inputs, opset=21, dynamic=False)
+
+
+# Each example exports twice (the test's and the witness's, ~4 s each), so it checks three
+# inputs: one export with the box count dynamic serves them all.
+@settings(max_examples=4)
+@given(
+    seeds=st.lists(st.integers(0, 2**31 - 1), min_size=3, max_size=3),
+    counts=st.tuples(st.integers(2, 30), st.integers(1, 30), st.integers(1, 30)),
+)
+def test_the_capture_patch_computes_what_torchvision_does(seeds, counts):
+    example, *others = (_postprocess_inputs(seed, count) for seed, count in zip(seeds, counts))
+    result = assert_exports_like_eager(Postprocess(), example, opset=21, other_inputs=[(o, {}) for o in others])
     assert result.report.preparations
