@@ -8,6 +8,7 @@ nothing leaks into other tests.
 from __future__ import annotations
 
 import importlib.machinery
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -150,6 +151,21 @@ def test_installed_pack_wins_over_builtin_and_is_shown_shadowing_it(install):
     assert usage.shadowed == ("aten [builtin]",)
     assert any(n.op_type == "Max" for n in result.model.graph)
     assert result.verify(x).ok
+
+
+def test_a_pack_installed_into_a_folder_on_the_path_is_found_by_the_next_export(installed, tmp_path, monkeypatch):
+    # The entry points are read once per state of sys.path's folders: installing into a
+    # folder already on the path (as pip does into site-packages) changes that folder.
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    assert provider_of_relu() == "aten"
+    for entry in installed["p2o-test-relu-pack"].iterdir():
+        shutil.copytree(entry, site / entry.name)
+    assert provider_of_relu() == "p2o_relu_pack"
+    for entry in list(site.iterdir()):
+        shutil.rmtree(entry)
+    assert provider_of_relu() == "aten"
 
 
 def test_without_any_other_layer_the_builtin_converter_is_used():
