@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:  # benchmarks/ is no installed package: imported f
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.zoo.catalogue import EXPECTED_PASS  # noqa: E402
-from benchmarks.zoo.run import run_model  # noqa: E402
+from benchmarks.zoo.run import markdown, run_model  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -58,3 +58,19 @@ def test_sample_is_bounded_and_seeded() -> None:
     assert chosen == sample(SEED)
     assert all(name in EXPECTED_PASS[library] for library, name in chosen)
     assert len(chosen) <= PER_LIBRARY * len(EXPECTED_PASS)
+
+
+def test_the_table_marks_only_listed_failures_of_pt2onnx_as_expected() -> None:
+    def row(model: str, exporter: str, status: str) -> dict:
+        return {"library": "torchvision", "model": model, "exporter": exporter, "mode": "static", "built": "built"} | {
+            "export": "pass",
+            "onnxruntime": "pass",
+            "openvino": status,
+        }
+
+    diff = "fail: numerics: on the example: output 0: max abs diff 14"
+    rows = [row("resnet152", "pt2onnx", diff), row("resnet152", "torch.onnx", diff), row("resnet18", "pt2onnx", diff)]
+    failures = [line for line in markdown(rows, "run.py", "now", {}).splitlines() if "max abs diff 14" in line]
+    assert len(failures) == 3
+    assert "an OpenVINO difference" in failures[0]
+    assert failures[1].endswith("|  |") and failures[2].endswith("|  |")
