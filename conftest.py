@@ -27,13 +27,15 @@ torch.set_num_threads(1)
 # 163-196 s a failing test ran; without it the test fails, shrunk, in about 20 s.
 _PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
 _COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
-# ci: 30 random examples per property test, so every CI run searches new inputs. The seed
+# ci: 20 random examples per property test, so every CI run searches new inputs. The seed
 # is chosen and printed by ./dev.sh (HYPOTHESIS_SEED=N ./dev.sh test reproduces a run).
-settings.register_profile("ci", max_examples=30, phases=_PHASES, print_blob=True, **_COMMON)
+# 20, not 30: at 30 the property tests took half of the suite's 19 min here, and the CI
+# machine runs the suite 1.65x slower than this one, over its 30-min budget.
+settings.register_profile("ci", max_examples=20, phases=_PHASES, print_blob=True, **_COMMON)
 # dev: the default for local runs.
 settings.register_profile("dev", max_examples=20, phases=_PHASES, print_blob=True, **_COMMON)
 # triage: the ci profile's search without shrinking: which tests fail, fast (no minimal example).
-settings.register_profile("triage", max_examples=30, phases=[Phase.generate], print_blob=True, **_COMMON)
+settings.register_profile("triage", max_examples=20, phases=[Phase.generate], print_blob=True, **_COMMON)
 # thorough: hunting bugs (HYPOTHESIS_PROFILE=thorough ./dev.sh test).
 settings.register_profile("thorough", max_examples=300, phases=_PHASES, print_blob=True, **_COMMON)
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "dev")
