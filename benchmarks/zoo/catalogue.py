@@ -83,6 +83,27 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "torch's program guards the resized width (trunc(320/min(H,W)*W) == 320) at a square "
         "example; the ONNX graph keeps it static and fails at a non-square image (not yet fixed)"
     ),
+    ("torchvision", "swin_v2_t", "auto", "onnxruntime"): (
+        "the auto export fails at the other image size on an Add (shapes kept from the example; "
+        "OpenVINO runs it and is off by 3e34): not yet located"
+    ),
+    ("torchvision", "swin_v2_t", "auto", "openvino"): "as its onnxruntime run: not yet located",
+    ("timm", "mobilevit_xxs", "auto", "onnxruntime"): (
+        "a Reshape keeps the export-time patch count, so another image size fails (OpenVINO "
+        "runs it and is off by 8e31): not yet fixed"
+    ),
+    ("timm", "mobilevit_xxs", "auto", "openvino"): "as its onnxruntime run: not yet fixed",
+    (
+        "timm",
+        "lamhalobotnet50ts_256",
+        "auto",
+        "export",
+    ): "the auto capture runs past 240 s on 2 cores: not yet profiled",
+    ("torchvision", "deeplabv3_resnet101", "*", "onnxruntime"): (
+        "4.6e-4 from eager against atol 1e-4 + rtol 1e-3, with torch.onnx's file too: float32 "
+        "noise through ResNet-101 at the zoo's tolerance, not an export difference"
+    ),
+    ("torchvision", "deeplabv3_resnet101", "*", "openvino"): "as its onnxruntime run (8e-4, torch.onnx's file too)",
     ("torchvision", "resnet152", "*", "openvino"): (
         "OpenVINO differs from eager by up to 14 on either exporter's file while onnxruntime "
         "matches: an OpenVINO difference, not yet reduced to an upstream report"
