@@ -93,12 +93,9 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "runs it and is off by 8e31): not yet fixed"
     ),
     ("timm", "mobilevit_xxs", "auto", "openvino"): "as its onnxruntime run: not yet fixed",
-    (
-        "timm",
-        "lamhalobotnet50ts_256",
-        "auto",
-        "export",
-    ): "the auto capture runs past 240 s on 2 cores: not yet profiled",
+    ("timm", "lamhalobotnet50ts_256", "auto", "export"): (
+        "the auto capture runs past 240 s on 2 cores: not yet profiled"
+    ),
     ("torchvision", "deeplabv3_resnet101", "*", "onnxruntime"): (
         "4.6e-4 from eager against atol 1e-4 + rtol 1e-3, with torch.onnx's file too: float32 "
         "noise through ResNet-101 at the zoo's tolerance, not an export difference"
