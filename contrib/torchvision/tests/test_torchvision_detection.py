@@ -124,7 +124,7 @@ def assert_masks_match(got: dict, eager: dict, pairs: list[tuple[int, int]]) -> 
 
 
 def assert_keypoints_match(got: dict, eager: dict, pairs: list[tuple[int, int]]) -> None:
-    """Each keypoint's score (its heatmap's maximum) agrees, and 98% of the positions within 1 px.
+    """Each keypoint's score (its heatmap's maximum) and visibility agree, and 98% of the positions within 1 px.
 
     A keypoint is the argmax of a resized heatmap: where two maxima are as high as float32
     noise tells apart (63.455 and 63.461 on image 1), the export may pick the other one, 8-20 px
@@ -133,6 +133,7 @@ def assert_keypoints_match(got: dict, eager: dict, pairs: list[tuple[int, int]])
     keypoints, scores = torch.as_tensor(got["keypoints"]), torch.as_tensor(got["keypoints_scores"])
     index, other = [i for i, _ in pairs], [j for _, j in pairs]
     torch.testing.assert_close(scores[other], eager["keypoints_scores"][index], atol=0.2, rtol=2e-3)
+    torch.testing.assert_close(keypoints[other][..., 2], eager["keypoints"][index][..., 2], atol=0, rtol=0)
     apart = (keypoints[other][..., :2] - eager["keypoints"][index][..., :2]).abs().amax(-1)
     assert float((apart <= 1.0).float().mean()) >= 0.98, f"{int((apart > 1.0).sum())} keypoints moved"
 
