@@ -12,10 +12,10 @@ import pt2onnx_torchvision.plugin
 from pt2onnx.errors import ConversionError
 from pt2onnx.testing import assert_exports_like_eager
 
-from torchvision.ops import deform_conv2d, nms, roi_align  # isort: skip  (after conftest.py's install)
+from torchvision.ops import deform_conv2d, nms, roi_align, roi_pool  # isort: skip  (after conftest.py's install)
 
 PLUGINS = [pt2onnx_torchvision.plugin]
-# RoiAlign-22 (opsets 22+) has no onnxruntime kernel: roi_align exports at 16-21.
+# RoiAlign-22 and MaxRoiPool-22 (opsets 22+) have no onnxruntime kernel: roi_align and roi_pool export at 16-21.
 ROI_ALIGN_OPSETS = [16, 21]
 
 
@@ -101,6 +101,43 @@ def test_roi_align_at_an_opset_onnxruntime_cannot_run_says_which_to_take():
     x, index, corner, size = torch.randn(1, 2, 8, 8), torch.zeros(3, 1), torch.rand(3, 2) * 4, torch.rand(3, 2) * 4
     with pytest.raises(ConversionError, match=r"no kernel for RoiAlign at opset 22 .*export with opset=21"):
         pt2onnx.export(RoiAlign((2, 2), 1.0, 0, True), (x, index, corner, size), plugins=PLUGINS, opset=22)
+
+
+class RoiPool(torch.nn.Module):
+    def __init__(self, output_size, spatial_scale) -> None:
+        super().__init__()
+        self.args = (output_size, spatial_scale)
+
+    def forward(self, x: torch.Tensor, batch: torch.Tensor, corner: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
+        index = batch.abs().remainder(x.shape[0]).floor()
+        rois = torch.cat([index, corner, corner + size.abs()], 1)
+        return roi_pool(x, rois, *self.args)
+
+
+@pytest.mark.parametrize("opset", ROI_ALIGN_OPSETS)
+@given(rois=roi_sets(), output_size=st.tuples(st.integers(1, 7), st.integers(1, 7)))
+def test_roi_pool_is_torchvisions(opset, rois, output_size):
+    *inputs, scale = rois
+    assert_exports_like_eager(
+        RoiPool(output_size, scale),
+        tuple(inputs),
+        plugins=PLUGINS,
+        opset=opset,
+        expect_ops={"torchvision::roi_pool": "pt2onnx_torchvision.plugin"},
+    )
+
+
+class RoiPoolPositions(torch.nn.Module):
+    """Reads roi_pool's argmax, the positions of the maxima (what its backward takes)."""
+
+    def forward(self, x: torch.Tensor, rois: torch.Tensor) -> torch.Tensor:
+        return torch.ops.torchvision.roi_pool(x, rois, 1.0, 2, 2)[1]
+
+
+def test_roi_pools_argmax_output_is_refused_by_name():
+    rois = torch.tensor([[0.0, 0.0, 0.0, 4.0, 4.0]])
+    with pytest.raises(ConversionError, match="argmax output of torchvision::roi_pool"):
+        pt2onnx.export(RoiPoolPositions(), (torch.randn(1, 2, 8, 8), rois), plugins=PLUGINS, opset=21)
 
 
 class DeformConv(torch.nn.Module):

@@ -8,11 +8,19 @@ Caffe2/Detectron kernels torchvision's do):
 ``torchvision::nms``            ``NonMaxSuppression`` (one batch, one class)
 ``torchvision::roi_align``      ``RoiAlign`` (``half_pixel`` when aligned, else
                                 ``output_half_pixel``; opsets 16-21)
+``torchvision::roi_pool``       ``MaxRoiPool`` (Fast R-CNN's max pooling; opsets 1-21;
+                                declines where the argmax output, for the backward, is read)
 ``torchvision::deform_conv2d``  ``DeformConv`` (opset 19)
 ==============================  =========================================================
+
+``ps_roi_align`` and ``ps_roi_pool`` (R-FCN's position-sensitive pooling) have no ONNX
+op and no converter here yet: an export that meets them stops with the unsupported-op
+error. No torchvision model uses them.
 """
 
 from __future__ import annotations
+
+import operator
 
 import torch
 
@@ -62,6 +70,25 @@ def roi_align(op, input, rois, spatial_scale, pooled_height, pooled_width, sampl
     )
 
 
+def roi_pool(op, input, rois, spatial_scale, pooled_height, pooled_width):
+    """``MaxRoiPool``: the same Caffe kernel (rounded roi corners, bins clipped to the map, 0 where empty)."""
+    reads = {user.args[1] if user.target is operator.getitem else None for user in op.node.users if user.users}
+    if reads - {0}:
+        raise op.decline(
+            "the argmax output of torchvision::roi_pool (the positions its backward needs) has no ONNX "
+            "equivalent; read only the pooled output (RoIPool does)"
+        )
+    if op.opset >= 22:
+        # MaxRoiPool-22 only widened its types, but onnxruntime (1.32) has no kernel for it.
+        raise op.decline(
+            f"onnxruntime has no kernel for MaxRoiPool at opset {op.opset} (MaxRoiPool-22); export with opset=21"
+        )
+    pooled = op.MaxRoiPool(input, rois, pooled_shape=[pooled_height, pooled_width], spatial_scale=spatial_scale)
+    # Nothing reads the argmax (checked above); an int32 value of its shape keeps the node's
+    # outputs whole, and the optimizer removes it as dead.
+    return pooled, op.Cast(pooled, to=op.dtype(torch.int32))
+
+
 def deform_conv2d(
     op,
     input,
@@ -98,6 +125,7 @@ def deform_conv2d(
 def pt2onnx_register_custom_ops(register: CustomOpRegistrar) -> None:
     register.expand("torchvision::nms", nms, since=11)
     register.expand("torchvision::roi_align", roi_align, since=16)
+    register.expand("torchvision::roi_pool", roi_pool, since=1)
     register.expand("torchvision::deform_conv2d", deform_conv2d, since=19)
 
 
