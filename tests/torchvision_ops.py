@@ -162,6 +162,63 @@ def roi_align(
     return output
 
 
+def _bilinear_one(feature: torch.Tensor, y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``bilinear_interpolate`` of ps_roi_align's C++ at each (y, x): ``feature [H, W]``, 0 more than a pixel outside."""
+    height, width = feature.shape
+    inside = (y >= -1.0) & (y <= height) & (x >= -1.0) & (x <= width)
+    y, x = y.clamp(min=0), x.clamp(min=0)
+    y_low, x_low = y.long(), x.long()
+    y_edge, x_edge = y_low >= height - 1, x_low >= width - 1
+    y_low, x_low = torch.where(y_edge, height - 1, y_low), torch.where(x_edge, width - 1, x_low)
+    y_high, x_high = torch.where(y_edge, y_low, y_low + 1), torch.where(x_edge, x_low, x_low + 1)
+    y, x = torch.where(y_edge, y_low.to(y.dtype), y), torch.where(x_edge, x_low.to(x.dtype), x)
+    ly, lx = y - y_low, x - x_low
+    hy, hx = 1.0 - ly, 1.0 - lx
+    value = (
+        hy * hx * feature[y_low, x_low]
+        + hy * lx * feature[y_low, x_high]
+        + ly * hx * feature[y_high, x_low]
+        + ly * lx * feature[y_high, x_high]
+    )
+    return torch.where(inside, value, 0.0)
+
+
+def ps_roi_align(
+    features: torch.Tensor,
+    rois: torch.Tensor,
+    spatial_scale: float,
+    pooled_height: int,
+    pooled_width: int,
+    sampling_ratio: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``ps_roi_align_forward_kernel_impl``, loop for loop: bin (ph, pw) of output channel c averages
+    a grid of bilinear samples of input channel (c * PH + ph) * PW + pw; an empty grid is 0 / 0."""
+    channels_out = features.size(1) // (pooled_height * pooled_width)
+    shape = (rois.size(0), channels_out, pooled_height, pooled_width)
+    output, mapping = features.new_zeros(shape), torch.zeros(shape, dtype=torch.int32)
+    for n, roi in enumerate(rois):
+        batch = int(roi[0])
+        start_w, start_h, end_w, end_h = (roi[1:] * spatial_scale - 0.5).unbind()
+        roi_w, roi_h = end_w - start_w, end_h - start_h
+        bin_h, bin_w = roi_h / pooled_height, roi_w / pooled_width
+        grid_h = sampling_ratio if sampling_ratio > 0 else int(torch.ceil(roi_h / pooled_height))
+        grid_w = sampling_ratio if sampling_ratio > 0 else int(torch.ceil(roi_w / pooled_width))
+        count = torch.tensor(float(grid_h * grid_w), dtype=features.dtype)
+        c_in = 0
+        for c_out in range(channels_out):
+            for ph in range(pooled_height):
+                for pw in range(pooled_width):
+                    iy = torch.arange(max(grid_h, 0), dtype=features.dtype)
+                    ix = torch.arange(max(grid_w, 0), dtype=features.dtype)
+                    y = ph * bin_h + start_h + (iy + 0.5) * bin_h / grid_h
+                    x = pw * bin_w + start_w + (ix + 0.5) * bin_w / grid_w
+                    samples = _bilinear_one(features[batch, c_in], y[:, None], x[None, :])
+                    output[n, c_out, ph, pw] = samples.sum() / count
+                    mapping[n, c_out, ph, pw] = c_in
+                    c_in += 1
+    return output, mapping
+
+
 def roi_pool(
     features: torch.Tensor, rois: torch.Tensor, spatial_scale: float, pooled_height: int, pooled_width: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -272,7 +329,13 @@ def install() -> ModuleType:
         return torchvision
     library = torch.library.Library("torchvision", "DEF")
     _LIBRARIES.append(library)
-    kernels = {"nms": nms, "roi_align": roi_align, "roi_pool": roi_pool, "deform_conv2d": deform_conv2d}
+    kernels = {
+        "nms": nms,
+        "roi_align": roi_align,
+        "roi_pool": roi_pool,
+        "ps_roi_align": ps_roi_align,
+        "deform_conv2d": deform_conv2d,
+    }
     for name, schema in _SCHEMAS.items():
         library.define(schema)
         library.impl(name, kernels.get(name, _missing(name)), "CPU")

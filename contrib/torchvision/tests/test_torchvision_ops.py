@@ -12,7 +12,7 @@ import pt2onnx_torchvision.plugin
 from pt2onnx.errors import ConversionError
 from pt2onnx.testing import assert_exports_like_eager
 
-from torchvision.ops import deform_conv2d, nms, roi_align, roi_pool  # isort: skip  (after conftest.py's install)
+from torchvision.ops import deform_conv2d, nms, ps_roi_align, roi_align, roi_pool  # isort: skip  (after conftest.py's install)
 
 PLUGINS = [pt2onnx_torchvision.plugin]
 # RoiAlign-22 and MaxRoiPool-22 (opsets 22+) have no onnxruntime kernel: roi_align and roi_pool export at 16-21.
@@ -125,6 +125,58 @@ def test_roi_pool_is_torchvisions(opset, rois, output_size):
         opset=opset,
         expect_ops={"torchvision::roi_pool": "pt2onnx_torchvision.plugin"},
     )
+
+
+class PsRoiAlign(torch.nn.Module):
+    def __init__(self, output_size, spatial_scale, sampling_ratio) -> None:
+        super().__init__()
+        self.args = (output_size, spatial_scale, sampling_ratio)
+
+    def forward(self, x: torch.Tensor, batch: torch.Tensor, corner: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
+        index = batch.abs().remainder(x.shape[0]).floor()
+        rois = torch.cat([index, corner, corner + size.abs()], 1)
+        return ps_roi_align(x, rois, *self.args)
+
+
+@pytest.mark.parametrize("opset", ROI_ALIGN_OPSETS)
+@given(
+    rois=roi_sets(),
+    output_size=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    sampling_ratio=st.sampled_from([-1, 0, 1, 2]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_ps_roi_align_is_torchvisions(opset, rois, output_size, sampling_ratio, seed):
+    x, *others, scale = rois
+    # Position-sensitive: channels_out x PH x PW input channels, each its own values.
+    channels = x.shape[1] * output_size[0] * output_size[1]
+    x = torch.randn(x.shape[0], channels, *x.shape[2:], generator=torch.Generator().manual_seed(seed))
+    assert_exports_like_eager(
+        PsRoiAlign(output_size, scale, sampling_ratio),
+        (x, *others),
+        plugins=PLUGINS,
+        opset=opset,
+        expect_ops={"torchvision::ps_roi_align": "pt2onnx_torchvision.plugin"},
+    )
+
+
+def test_ps_roi_align_of_a_roi_under_one_bin_is_nan_as_torchvisions():
+    x = torch.randn(1, 8, 6, 6)
+    batch, corner = torch.zeros(2, 1), torch.tensor([[1.0, 1.0], [2.0, 2.0]])
+    size = torch.tensor([[0.0, 3.0], [3.0, 3.0]])  # the first roi has no width: torchvision's 0 / 0
+    result = assert_exports_like_eager(PsRoiAlign((2, 2), 1.0, 0), (x, batch, corner, size), plugins=PLUGINS, opset=21)
+    assert result.run(x, batch, corner, size)[0].isnan().all()
+
+
+class PsRoiAlignChannels(torch.nn.Module):
+    """Both outputs: the pooled values and the input channel each bin read."""
+
+    def forward(self, x: torch.Tensor, rois: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.ops.torchvision.ps_roi_align(x, rois, 0.5, 2, 3, 2)
+
+
+def test_ps_roi_aligns_channel_mapping_is_torchvisions():
+    rois = torch.tensor([[0.0, 1.0, 2.0, 9.0, 7.0], [1.0, 0.0, 0.0, 4.0, 12.0], [0.0, 3.0, 3.0, 4.0, 5.0]])
+    assert_exports_like_eager(PsRoiAlignChannels(), (torch.randn(2, 12, 8, 8), rois), plugins=PLUGINS, opset=21)
 
 
 class RoiPoolPositions(torch.nn.Module):

@@ -10,12 +10,14 @@ Caffe2/Detectron kernels torchvision's do):
                                 ``output_half_pixel``; opsets 16-21)
 ``torchvision::roi_pool``       ``MaxRoiPool`` (Fast R-CNN's max pooling; opsets 1-21;
                                 declines where the argmax output, for the backward, is read)
+``torchvision::ps_roi_align``   ``RoiAlign`` (aligned) over every channel, then each bin's
+                                own channel (``Gather`` of the diagonal); opsets 16-21
 ``torchvision::deform_conv2d``  ``DeformConv`` (opset 19)
 ==============================  =========================================================
 
-``ps_roi_align`` and ``ps_roi_pool`` (R-FCN's position-sensitive pooling) have no ONNX
-op and no converter here yet: an export that meets them stops with the unsupported-op
-error. No torchvision model uses them.
+``ps_roi_pool`` (R-FCN's position-sensitive average pooling over integer bins) has no
+ONNX op to build on and no converter here yet: an export that meets it stops with the
+unsupported-op error. No torchvision model uses it.
 """
 
 from __future__ import annotations
@@ -68,6 +70,42 @@ def roi_align(op, input, rois, spatial_scale, pooled_height, pooled_width, sampl
         spatial_scale=spatial_scale,
         coordinate_transformation_mode="half_pixel" if aligned else "output_half_pixel",
     )
+
+
+def ps_roi_align(op, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio):
+    """R-FCN's position-sensitive RoIAlign: ``RoiAlign`` (aligned) over every channel, then each bin's own.
+
+    Bin (ph, pw) of output channel c reads input channel ``(c * PH + ph) * PW + pw``: of the
+    pooled ``[K, C, PH, PW]``, seen as ``[K, C_out, PH*PW channels x PH*PW bins]``, the
+    diagonal. That pools PH*PW times the bins the op needs, but with ONNX's own RoiAlign.
+    """
+    bins = pooled_height * pooled_width
+    pooled = roi_align(op, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, True)
+    by_channel = op.Reshape(pooled, op.constant([0, -1, bins * bins]))
+    diagonal = op.Gather(by_channel, op.constant([b * (bins + 1) for b in range(bins)]), axis=2)
+    output = op.Reshape(diagonal, op.constant([0, -1, pooled_height, pooled_width]))
+    if sampling_ratio <= 0:
+        # torchvision divides by its adaptive grid's sample count, 0 for a roi under one bin
+        # wide or high (NaN); RoiAlign divides by at least 1.
+        corners = op.Sub(
+            op.Mul(op.Slice(rois, op.constant([1]), op.constant([5]), op.constant([1])), spatial_scale), 0.5
+        )
+        sizes = op.Sub(
+            op.Slice(corners, op.constant([2]), op.constant([4]), op.constant([1])),
+            op.Slice(corners, op.constant([0]), op.constant([2]), op.constant([1])),
+        )
+        grid = op.Ceil(op.Div(sizes, op.constant([pooled_width, pooled_height], op.dtype_of(rois))))
+        zero = op.Equal(grid, 0.0)
+        empty = op.Or(op.Gather(zero, op.constant(0), axis=1), op.Gather(zero, op.constant(1), axis=1))
+        nan = op.constant(float("nan"), op.dtype_of(input))
+        output = op.Where(op.Unsqueeze(empty, op.constant([1, 2, 3])), nan, output)
+    # Which input channel each bin read: (c * PH + ph) * PW + pw, the same for every roi.
+    channels = op.Squeeze(op.Slice(op.Shape(input), op.constant([1]), op.constant([2])), op.constant([0]))
+    mapping = op.Reshape(
+        op.Range(op.constant(0), channels, op.constant(1)), op.constant([1, -1, pooled_height, pooled_width])
+    )
+    channels = op.Cast(op.Expand(mapping, op.Shape(output)), to=op.dtype(torch.int32))
+    return output, channels
 
 
 def roi_pool(op, input, rois, spatial_scale, pooled_height, pooled_width):
@@ -126,6 +164,7 @@ def pt2onnx_register_custom_ops(register: CustomOpRegistrar) -> None:
     register.expand("torchvision::nms", nms, since=11)
     register.expand("torchvision::roi_align", roi_align, since=16)
     register.expand("torchvision::roi_pool", roi_pool, since=1)
+    register.expand("torchvision::ps_roi_align", ps_roi_align, since=16)
     register.expand("torchvision::deform_conv2d", deform_conv2d, since=19)
 
 
