@@ -219,6 +219,42 @@ def ps_roi_align(
     return output, mapping
 
 
+def ps_roi_pool(
+    features: torch.Tensor, rois: torch.Tensor, spatial_scale: float, pooled_height: int, pooled_width: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``ps_roi_pool_forward_kernel_impl`` (CPU), loop for loop: bin (ph, pw) of output channel c is the
+    mean of input channel (c * PH + ph) * PW + pw over the bin's whole pixels, clipped to the map
+    less its last row and column (as the CPU kernel clips, unlike the CUDA one); 0 where empty."""
+    height, width = features.shape[-2:]
+    channels_out = features.size(1) // (pooled_height * pooled_width)
+    shape = (rois.size(0), channels_out, pooled_height, pooled_width)
+    output, mapping = features.new_zeros(shape), torch.zeros(shape, dtype=torch.int32)
+    for n, roi in enumerate(rois):
+        batch = int(roi[0])
+        start_w, start_h, end_w, end_h = (_round_half_away(float(v * spatial_scale)) for v in roi[1:])
+        bin_h = torch.tensor(max(end_h - start_h, 1), dtype=features.dtype) / pooled_height
+        bin_w = torch.tensor(max(end_w - start_w, 1), dtype=features.dtype) / pooled_width
+        c_in = 0
+        for c_out in range(channels_out):
+            for ph in range(pooled_height):
+                for pw in range(pooled_width):
+                    hstart = min(max(int(torch.floor(ph * bin_h)) + start_h, 0), height - 1)
+                    hend = min(max(int(torch.ceil((ph + 1) * bin_h)) + start_h, 0), height - 1)
+                    wstart = min(max(int(torch.floor(pw * bin_w)) + start_w, 0), width - 1)
+                    wend = min(max(int(torch.ceil((pw + 1) * bin_w)) + start_w, 0), width - 1)
+                    if hend > hstart and wend > wstart:
+                        area = (hend - hstart) * (wend - wstart)
+                        output[n, c_out, ph, pw] = features[batch, c_in, hstart:hend, wstart:wend].sum() / area
+                    mapping[n, c_out, ph, pw] = c_in
+                    c_in += 1
+    return output, mapping
+
+
+def _round_half_away(value: float) -> int:
+    """C's ``round``: halves away from zero (Python's rounds them to even)."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
 def roi_pool(
     features: torch.Tensor, rois: torch.Tensor, spatial_scale: float, pooled_height: int, pooled_width: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -334,6 +370,7 @@ def install() -> ModuleType:
         "roi_align": roi_align,
         "roi_pool": roi_pool,
         "ps_roi_align": ps_roi_align,
+        "ps_roi_pool": ps_roi_pool,
         "deform_conv2d": deform_conv2d,
     }
     for name, schema in _SCHEMAS.items():

@@ -12,7 +12,7 @@ import pt2onnx_torchvision.plugin
 from pt2onnx.errors import ConversionError
 from pt2onnx.testing import assert_exports_like_eager
 
-from torchvision.ops import deform_conv2d, nms, ps_roi_align, roi_align, roi_pool  # isort: skip  (after conftest.py's install)
+from torchvision.ops import deform_conv2d, nms, ps_roi_align, ps_roi_pool, roi_align, roi_pool  # isort: skip  (after conftest.py's install)
 
 PLUGINS = [pt2onnx_torchvision.plugin]
 # RoiAlign-22 and MaxRoiPool-22 (opsets 22+) have no onnxruntime kernel: roi_align and roi_pool export at 16-21.
@@ -177,6 +177,43 @@ class PsRoiAlignChannels(torch.nn.Module):
 def test_ps_roi_aligns_channel_mapping_is_torchvisions():
     rois = torch.tensor([[0.0, 1.0, 2.0, 9.0, 7.0], [1.0, 0.0, 0.0, 4.0, 12.0], [0.0, 3.0, 3.0, 4.0, 5.0]])
     assert_exports_like_eager(PsRoiAlignChannels(), (torch.randn(2, 12, 8, 8), rois), plugins=PLUGINS, opset=21)
+
+
+class PsRoiPool(torch.nn.Module):
+    def __init__(self, output_size, spatial_scale) -> None:
+        super().__init__()
+        self.args = (output_size, spatial_scale)
+
+    def forward(self, x: torch.Tensor, batch: torch.Tensor, corner: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
+        index = batch.abs().remainder(x.shape[0]).floor()
+        rois = torch.cat([index, corner, corner + size.abs()], 1)
+        return ps_roi_pool(x, rois, *self.args)
+
+
+@pytest.mark.parametrize("opset", [17, 24])
+@given(rois=roi_sets(), output_size=st.tuples(st.integers(1, 3), st.integers(1, 3)), seed=st.integers(0, 2**31 - 1))
+def test_ps_roi_pool_is_torchvisions(opset, rois, output_size, seed):
+    x, *others, scale = rois
+    channels = x.shape[1] * output_size[0] * output_size[1]
+    x = torch.randn(x.shape[0], channels, *x.shape[2:], generator=torch.Generator().manual_seed(seed))
+    assert_exports_like_eager(
+        PsRoiPool(output_size, scale),
+        (x, *others),
+        plugins=PLUGINS,
+        opset=opset,
+        expect_ops={"torchvision::ps_roi_pool": "pt2onnx_torchvision.plugin"},
+    )
+
+
+class PsRoiPoolChannels(torch.nn.Module):
+    def forward(self, x: torch.Tensor, rois: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.ops.torchvision.ps_roi_pool(x, rois, 0.5, 3, 2)
+
+
+def test_ps_roi_pools_bins_and_channel_mapping_are_torchvisions():
+    # Corners at .5 after scaling (C's round takes them away from 0), one roi past the map, one inside a pixel.
+    rois = torch.tensor([[0.0, 1.0, 3.0, 9.0, 7.0], [1.0, -5.0, 0.0, 40.0, 40.0], [0.0, 3.0, 3.0, 3.4, 3.4]])
+    assert_exports_like_eager(PsRoiPoolChannels(), (torch.randn(2, 24, 8, 8), rois), plugins=PLUGINS)
 
 
 class RoiPoolPositions(torch.nn.Module):

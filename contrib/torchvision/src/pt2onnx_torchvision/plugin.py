@@ -12,12 +12,10 @@ Caffe2/Detectron kernels torchvision's do):
                                 declines where the argmax output, for the backward, is read)
 ``torchvision::ps_roi_align``   ``RoiAlign`` (aligned) over every channel, then each bin's
                                 own channel (``Gather`` of the diagonal); opsets 16-21
+``torchvision::ps_roi_pool``    four ``Gather`` reads per bin of a float64 integral image
+                                (``CumSum``): ONNX has no average RoI pooling (opset 11)
 ``torchvision::deform_conv2d``  ``DeformConv`` (opset 19)
 ==============================  =========================================================
-
-``ps_roi_pool`` (R-FCN's position-sensitive average pooling over integer bins) has no
-ONNX op to build on and no converter here yet: an export that meets it stops with the
-unsupported-op error. No torchvision model uses it.
 """
 
 from __future__ import annotations
@@ -99,13 +97,71 @@ def ps_roi_align(op, input, rois, spatial_scale, pooled_height, pooled_width, sa
         empty = op.Or(op.Gather(zero, op.constant(0), axis=1), op.Gather(zero, op.constant(1), axis=1))
         nan = op.constant(float("nan"), op.dtype_of(input))
         output = op.Where(op.Unsqueeze(empty, op.constant([1, 2, 3])), nan, output)
-    # Which input channel each bin read: (c * PH + ph) * PW + pw, the same for every roi.
-    channels = op.Squeeze(op.Slice(op.Shape(input), op.constant([1]), op.constant([2])), op.constant([0]))
+    return output, _channel_mapping(op, input, output, pooled_height, pooled_width)
+
+
+def _channel_mapping(op, input, output, pooled_height, pooled_width):
+    """Which input channel each bin of a position-sensitive pooling read: ``(c * PH + ph) * PW + pw``
+    (the second output, for the backward), the same for every roi."""
     mapping = op.Reshape(
+        op.Range(op.constant(0), _dim(op, input, 1), op.constant(1)),
+        op.constant([1, -1, pooled_height, pooled_width]),
+    )
+    return op.Cast(op.Expand(mapping, op.Shape(output)), to=op.dtype(torch.int32))
+
+
+def _dim(op, value, axis):
+    """``value``'s size at ``axis``, a scalar INT64."""
+    return op.Gather(op.Shape(value), op.constant(axis))
+
+
+def ps_roi_pool(op, input, rois, spatial_scale, pooled_height, pooled_width):
+    """R-FCN's position-sensitive average pooling: sums over whole-pixel bins from an integral image.
+
+    ONNX has no average RoI pooling. Each bin's sum is four reads of the input's 2-D cumulative
+    sum (in float64, so the differences lose nothing a float32 sum keeps): bin (ph, pw) of
+    output channel c, of input channel ``(c * PH + ph) * PW + pw``. The bins are torchvision's
+    CPU kernel's: rounded roi corners, at least 1x1, clipped to the map less its last row and
+    column; 0 where empty.
+    """
+    int64, float64 = op.dtype(torch.int64), op.dtype(torch.float64)
+    scaled = op.Mul(op.Slice(rois, op.constant([1]), op.constant([5]), op.constant([1])), spatial_scale)
+    corners = op.Mul(op.Sign(scaled), op.Floor(op.Add(op.Abs(scaled), 0.5)))  # C's round: halves away from 0
+    starts = op.Slice(corners, op.constant([0]), op.constant([2]), op.constant([1]))  # [K, (x, y)]
+    ends = op.Slice(corners, op.constant([2]), op.constant([4]), op.constant([1]))
+    bins = op.Div(op.Max(op.Sub(ends, starts), 1.0), op.constant([pooled_width, pooled_height], op.dtype_of(rois)))
+    height, width = _dim(op, input, 2), _dim(op, input, 3)
+
+    def edges(axis, count, limit):
+        """Each bin's first and end pixel along one axis, ``[K, count]`` INT64, clipped to ``limit - 1``."""
+        size = op.Gather(bins, op.constant([axis]), axis=1)  # [K, 1]
+        start = op.Cast(op.Gather(starts, op.constant([axis]), axis=1), to=int64)
+        lows = op.Floor(op.Mul(size, op.constant(list(range(count)), op.dtype_of(rois))))
+        highs = op.Ceil(op.Mul(size, op.constant(list(range(1, count + 1)), op.dtype_of(rois))))
+        last = op.Sub(limit, 1)
+        return tuple(op.Min(op.Max(op.Add(op.Cast(v, to=int64), start), 0), last) for v in (lows, highs))
+
+    rows, row_ends = (op.Unsqueeze(v, op.constant([1, 3])) for v in edges(1, pooled_height, height))  # [K,1,PH,1]
+    cols, col_ends = (op.Unsqueeze(v, op.constant([1, 2])) for v in edges(0, pooled_width, width))  # [K,1,1,PW]
+
+    # integral[n, c, i, j]: the sum of input[n, c, :i, :j], read flat.
+    sums = op.CumSum(op.CumSum(op.Cast(input, to=float64), op.constant(2)), op.constant(3))
+    integral = op.Reshape(op.Pad(sums, op.constant([0, 0, 1, 1, 0, 0, 0, 0])), op.constant([-1]))
+    batch = op.Cast(op.Slice(rois, op.constant([0]), op.constant([1]), op.constant([1])), to=int64)
+    channels = _dim(op, input, 1)
+    channel = op.Reshape(
         op.Range(op.constant(0), channels, op.constant(1)), op.constant([1, -1, pooled_height, pooled_width])
     )
-    channels = op.Cast(op.Expand(mapping, op.Shape(output)), to=op.dtype(torch.int32))
-    return output, channels
+    plane = op.Add(op.Mul(op.Unsqueeze(batch, op.constant([2, 3])), channels), channel)  # [K, C_out, PH, PW]
+
+    def at(row, col):
+        return op.Gather(integral, op.Add(op.Mul(op.Add(op.Mul(plane, op.Add(height, 1)), row), op.Add(width, 1)), col))
+
+    total = op.Add(op.Sub(op.Sub(at(row_ends, col_ends), at(rows, col_ends)), at(row_ends, cols)), at(rows, cols))
+    area = op.Mul(op.Sub(row_ends, rows), op.Sub(col_ends, cols))  # [K, 1, PH, PW]
+    mean = op.Div(total, op.Cast(op.Max(area, 1), to=float64))
+    output = op.Cast(op.Where(op.Greater(area, 0), mean, 0.0), to=op.dtype_of(input))
+    return output, _channel_mapping(op, input, output, pooled_height, pooled_width)
 
 
 def roi_pool(op, input, rois, spatial_scale, pooled_height, pooled_width):
@@ -165,6 +221,7 @@ def pt2onnx_register_custom_ops(register: CustomOpRegistrar) -> None:
     register.expand("torchvision::roi_align", roi_align, since=16)
     register.expand("torchvision::roi_pool", roi_pool, since=1)
     register.expand("torchvision::ps_roi_align", ps_roi_align, since=16)
+    register.expand("torchvision::ps_roi_pool", ps_roi_pool, since=11)
     register.expand("torchvision::deform_conv2d", deform_conv2d, since=19)
 
 
