@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch.export import Dim
 
@@ -87,3 +88,53 @@ def test_a_size_torch_guards_stays_static_and_the_report_names_the_guard():
     assert result.report.size_guards == {"x_dim1*x_dim2 == 16": "add"}
     assert "guarded: x_dim1*x_dim2 == 16 (from node add)" in str(result.report)
     assert "size held static under torch's guard: x_dim1*x_dim2 == 16" in result.report.to_markdown()
+
+
+class PairsWhereEven(torch.nn.Module):
+    """Sums neighbouring pairs where the width is even, as MobileViT pads to whole patches
+    only where it must: a Python ``if`` on a size, so torch's program guards the width."""
+
+    def forward(self, x):
+        if x.shape[1] % 2 == 0:
+            return x.reshape(x.shape[0], -1, 2).sum(-1)
+        return x
+
+
+def test_sizes_torch_guards_are_listed_and_run_refuses_the_others():
+    result = pt2onnx.export(PairsWhereEven(), (torch.randn(3, 8),), dynamic_shapes="auto")
+    accepted = result.report.guarded_sizes["x_dim1"]
+    assert accepted.startswith(
+        "4, 6, ..., 256 (every 2) of 2..256 tried"
+    )  # 2: a pair count of 1, which torch specializes
+    assert "x_dim0" not in result.report.guarded_sizes  # the batch is free
+    assert f"sizes torch's guards accept: x_dim1: {accepted}" in str(result.report)
+    assert f"(the ONNX graph does not check them): x_dim1: {accepted}" in result.report.to_markdown()
+    assert result.verify(torch.randn(5, 12)).ok
+    assert result.guard_failure(torch.randn(5, 12)) is None
+    odd = torch.randn(5, 7)
+    why = result.guard_failure(odd)
+    assert why is not None and "x_dim1 % 2" in why and "x_dim1 = 7" in why
+    with pytest.raises(pt2onnx.errors.VerificationError, match="torch's captured program refuses these input sizes: "):
+        result.run(odd)
+
+
+class AtMostSixteen(torch.nn.Module):
+    """A short-input path: torch's program keeps the width dynamic below 17 only."""
+
+    def forward(self, x):
+        if x.shape[1] <= 16:
+            return x * 2
+        return x
+
+
+def test_a_bound_a_guard_sets_is_listed_with_the_sizes_below_it():
+    result = pt2onnx.export(AtMostSixteen(), (torch.randn(3, 8),), dynamic_shapes="auto")
+    assert result.report.guarded_sizes == {"x_dim1": "2..16 of 2..256 tried (the other dims as in the example)"}
+    assert result.verify(torch.randn(2, 16)).ok
+    assert "x_dim1 = 17 is above 16" in (result.guard_failure(torch.randn(2, 17)) or "")
+
+
+def test_a_model_without_guards_lists_none():
+    result = pt2onnx.export(Heads(), (torch.randn(3, 4),), dynamic_shapes="auto")
+    assert result.report.guarded_sizes == {}
+    assert result.guard_failure(torch.randn(7, 4)) is None

@@ -74,3 +74,32 @@ def test_the_table_marks_only_listed_failures_of_pt2onnx_as_expected() -> None:
     assert len(failures) == 3
     assert "an OpenVINO difference" in failures[0]
     assert failures[1].endswith("|  |") and failures[2].endswith("|  |")
+
+
+def test_an_other_input_torch_refuses_is_listed_apart_not_as_a_failure() -> None:
+    refused = "refused by torch's guards: Guard failed: (x_dim2 - 1)//32 + 1 == 2"
+    row = {"library": "timm", "model": "mobilevit_xxs", "exporter": "pt2onnx", "mode": "auto", "built": "built"}
+    row |= {"export": "pass", "onnxruntime": "pass", "other_input": refused}
+    table = markdown([row], "run.py", "now", {})
+    assert "| timm | pt2onnx | 1 | 0 | - | - | - | 1/1 | 1/1 | 0/1 |" in table
+    failures = table.split("## Failures")[1].split("## Other inputs")[0]
+    assert "mobilevit_xxs" not in failures
+    assert (
+        f"| timm | mobilevit_xxs | pt2onnx | {refused} |" in table.split("## Other inputs torch's program refuses")[1]
+    )
+
+
+def test_the_refusal_of_torch_onnx_is_its_programs_own_guard_check() -> None:
+    import torch
+    from benchmarks.zoo.run import _guard_failure
+
+    class PairsWhereEven(torch.nn.Module):
+        def forward(self, x):
+            if x.shape[1] % 2 == 0:
+                return x.reshape(x.shape[0], -1, 2).sum(-1)
+            return x
+
+    auto = torch.export.Dim.AUTO
+    program = torch.export.export(PairsWhereEven(), (torch.randn(3, 8),), dynamic_shapes=({0: auto, 1: auto},))
+    assert _guard_failure(program, (torch.randn(3, 12),), {}) is None
+    assert "Guard failed" in (_guard_failure(program, (torch.randn(3, 7),), {}) or "")

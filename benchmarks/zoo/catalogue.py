@@ -79,20 +79,6 @@ EXPECTED_PASS: dict[str, tuple[str, ...]] = {
 #: model, mode, step) -> reason; mode "*" for both modes. The results table marks them
 #: "expected"; any other failure of pt2onnx is new.
 EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
-    ("torchvision", "fasterrcnn_mobilenet_v3_large_320_fpn", "auto", "onnxruntime"): (
-        "torch's program guards the resized width (trunc(320/min(H,W)*W) == 320) at a square "
-        "example; the ONNX graph keeps it static and fails at a non-square image (not yet fixed)"
-    ),
-    ("torchvision", "swin_v2_t", "auto", "onnxruntime"): (
-        "the auto export fails at the other image size on an Add (shapes kept from the example; "
-        "OpenVINO runs it and is off by 3e34): not yet located"
-    ),
-    ("torchvision", "swin_v2_t", "auto", "openvino"): "as its onnxruntime run: not yet located",
-    ("timm", "mobilevit_xxs", "auto", "onnxruntime"): (
-        "a Reshape keeps the export-time patch count, so another image size fails (OpenVINO "
-        "runs it and is off by 8e31): not yet fixed"
-    ),
-    ("timm", "mobilevit_xxs", "auto", "openvino"): "as its onnxruntime run: not yet fixed",
     ("timm", "lamhalobotnet50ts_256", "auto", "export"): (
         "the auto capture runs past 240 s on 2 cores: not yet profiled"
     ),

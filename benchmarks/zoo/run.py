@@ -12,7 +12,8 @@ example's shapes; ``auto``: every dim dynamic where the model allows it), the st
    ``torch.onnx.export(..., dynamo=True)``, with ``Dim.AUTO`` on every dim of every tensor
    input for auto);
 2. onnxruntime on the example input against eager (atol 1e-4, rtol 1e-3), and for auto
-   also on the second input of other sizes;
+   also on the second input of other sizes, unless torch's own captured program refuses
+   its sizes (its guards narrow a dim; the row says so in ``other_input``);
 3. OpenVINO (CPU, f32 precision hint), where it is importable, the same way.
 
 Each step is ``pass`` or ``fail: <phase>: <first line of the error>`` (phases: capture,
@@ -36,7 +37,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,14 +123,26 @@ def _error(phase: str, error: BaseException) -> str:
     return f"fail: {phase}: {type(error).__name__}: {cause}{first_line(text)}"
 
 
-def export(case: Case, exporter: str, mode: str, path: Path) -> None:
-    """Export ``case`` with ``exporter`` in ``mode`` to ``path``; raises what the exporter raises."""
+#: Why an exporter's captured program refuses inputs' sizes (torch's guards), or None.
+Refusal = Callable[[tuple[Any, ...], dict[str, Any]], "str | None"]
+
+
+def export(case: Case, exporter: str, mode: str, path: Path) -> Refusal:
+    """Export ``case`` with ``exporter`` in ``mode`` to ``path``; raises what the exporter raises.
+
+    Returns what says whether the captured program takes other inputs' sizes: pt2onnx's
+    ``guard_failure``; for torch.onnx, its exported program's own guard check (which refuses
+    nothing: torch.onnx's decomposition drops the program's guards, so its users are not told).
+    """
     if exporter == "pt2onnx":
         import pt2onnx
 
         dynamic = "auto" if mode == "auto" else None
-        pt2onnx.export(case.model, case.args, case.kwargs, dynamic_shapes=dynamic, opset=case.opset, f=path, quiet=True)
-    elif exporter == "torch.onnx":
+        result = pt2onnx.export(
+            case.model, case.args, case.kwargs, dynamic_shapes=dynamic, opset=case.opset, f=path, quiet=True
+        )
+        return lambda args, kwargs: result.guard_failure(*args, **kwargs)
+    if exporter == "torch.onnx":
         dynamic = auto_dynamic_shapes(case.model, case.args, case.kwargs) if mode == "auto" else None
         program = torch.onnx.export(
             case.model,
@@ -141,8 +154,20 @@ def export(case: Case, exporter: str, mode: str, path: Path) -> None:
             verbose=False,
         )
         program.save(str(path))
-    else:
-        raise ValueError(f"unknown exporter {exporter!r}")
+        return lambda args, kwargs: _guard_failure(program.exported_program, args, kwargs)
+    raise ValueError(f"unknown exporter {exporter!r}")
+
+
+def _guard_failure(program: torch.export.ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """The guard torch's program fails on these inputs (its module checks them before it runs), or None."""
+    try:
+        with torch.no_grad():
+            program.module()(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 (only a failed guard or range check is a refusal)
+        text = str(e)
+        if "Guard failed" in text or "to be <=" in text or "to be >=" in text:
+            return first_line(text)
+    return None
 
 
 def export_phase(exporter: str, error: BaseException) -> str:
@@ -258,7 +283,7 @@ def model_rows(
             path = directory / f"{exporter}-{mode}.onnx"
             start = time.perf_counter()
             try:
-                export(case, exporter, mode, path)
+                refusal = export(case, exporter, mode, path)
             except Exception as e:  # noqa: BLE001 (an export failure is the row's status)
                 row["export"] = _error(export_phase(exporter, e), e)
                 row["traceback"] = traceback.format_exc()[-4000:]
@@ -267,6 +292,11 @@ def model_rows(
             row["export_s"] = round(time.perf_counter() - start, 3)
             if row["export"] == "pass":
                 checks = [example, other] if mode == "auto" else [example]
+                refused = refusal(case.other_args, case.other_kwargs) if mode == "auto" else None
+                if refused is not None:
+                    # torch's own program refuses those sizes: no exporter's graph can be held to them.
+                    row["other_input"] = f"refused by torch's guards: {first_line(refused)}"
+                    checks = [example]
                 for runtime in runtimes:
                     result = check_runtime(runtime, path, case, checks)
                     row[runtime] = result.pop("status")
@@ -433,6 +463,20 @@ def markdown(rows: list[dict[str, Any]], command: str, when: str, package_versio
                     f"| {row['library']} | {row['model']} | {row['exporter']} | {row['mode']} | {step} "
                     f"| {_cell(status)} | {known} |"
                 )
+    lines += [
+        "",
+        "## Other inputs torch's program refuses",
+        "",
+        "With `auto`, a model whose second input torch's own captured program refuses (guards on",
+        "the sizes, from the model's code) runs at the example only. pt2onnx's report lists the",
+        "sizes those guards accept (`report.guarded_sizes`) and its `run()` refuses the others.",
+        "",
+        "| library | model | exporter | why |",
+        "|---|---|---|---|",
+    ]
+    for row in rows:
+        if "other_input" in row:
+            lines.append(f"| {row['library']} | {row['model']} | {row['exporter']} | {_cell(row['other_input'])} |")
     lines += ["", "## Not built", "", "| library | model | reason |", "|---|---|---|"]
     reported = set()
     for row in rows:

@@ -20,6 +20,7 @@ from .capture import as_module, capture
 from .decompose import Decomposed, decompose
 from .errors import OptionError, UnsupportedOpsError
 from .interface.calling import check_example_inputs, check_outputs, normalize_args
+from .interface.guards import SizeGuards
 from .interface.names import dim_names, io_names
 from .interface.shapes import AUTO, static_dims
 from .interface.symbolic import DimNames
@@ -261,6 +262,8 @@ def export(
             translated = translator.translate_program(graph_module, on_node=advance)
         except UnsupportedOpsError as e:
             raise decomposed.explain(e) from None
+        guards = SizeGuards.of(captured.program, dims.names)
+        export_report.guarded_sizes = guards.accepted()
 
     with export_report.phase("assemble"), progress.phase("assemble"):
         names = io_names(program, signature, preparation.templates())
@@ -287,7 +290,16 @@ def export(
     )
 
     result = ExportResult(
-        onnx_model, program, layout, export_report, eager, dtype, progress=progress, report_file=report, quiet=quiet
+        onnx_model,
+        program,
+        layout,
+        export_report,
+        eager,
+        dtype,
+        progress=progress,
+        report_file=report,
+        quiet=quiet,
+        guards=guards,
     )
     if f is not None:
         result.save(f, max_shard_bytes=max_shard_bytes, quiet=quiet)

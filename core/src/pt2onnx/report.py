@@ -195,6 +195,10 @@ class Report:
         size_guards: sizes torch's guards fix (``x_dim1*x_dim2 == 16``) that the graph
             holds static, each with the first FX node relying on it: the model runs at the
             sizes that keep them, as the captured program does.
+        guarded_sizes: dims torch's guards narrow (timm's MobileViT accepts heights 57..64
+            only), each with the sizes its program accepts: the ONNX graph cannot check
+            them, so at other sizes it fails or computes garbage; ``ExportResult.run``
+            refuses them.
         retraced: whether the program was re-traced with a decomposition table, and
             ``decompose_reason`` why (or why not).
         opset: the target ONNX opset.
@@ -229,6 +233,8 @@ class Report:
     #: Sizes torch's guards fix and the graph holds static, each with the first node relying
     #: on it (``x_dim1*x_dim2 == 16: add``): the model runs only at sizes that keep them.
     size_guards: dict[str, str] = field(default_factory=dict)
+    #: Dims torch's guards narrow, by name, with the sizes the program accepts (``57..64 of 2..256 tried``).
+    guarded_sizes: dict[str, str] = field(default_factory=dict)
     retraced: bool = False
     decompose_reason: str = ""
     opset: int = 0
@@ -307,6 +313,7 @@ class Report:
             lines.extend(f"  static: {name} dim {axis}: {why}" for axis, why in axes.items())
         lines.extend(f"  refined by the model: {fix}" for fix in self.shapes_refined)
         lines.extend(f"  guarded: {guard} (from node {node})" for guard, node in self.size_guards.items())
+        lines.extend(f"  sizes torch's guards accept: {dim}: {sizes}" for dim, sizes in self.guarded_sizes.items())
         lines.append(f"decompose: {'re-traced' if self.retraced else 'skipped'} ({self.decompose_reason})")
         lines.append(f"opset: {self.opset}; nodes: {self.nodes_translated} translated, {self.nodes_final} final")
         lines.append("timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items()))

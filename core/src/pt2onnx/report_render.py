@@ -45,6 +45,10 @@ def _sections(report: Report) -> list[_Section]:
         f"size held static under torch's guard: {guard} (from node {node})"
         for guard, node in report.size_guards.items()
     )
+    summary.lines.extend(
+        f"sizes torch's guards accept (the ONNX graph does not check them): {dim}: {sizes}"
+        for dim, sizes in report.guarded_sizes.items()
+    )
     summary.lines.append(f"decompose: {'re-traced' if report.retraced else 'skipped'} ({report.decompose_reason})")
     summary.lines.append(
         f"opset {report.opset}; ONNX nodes: {report.nodes_translated} translated, {report.nodes_final} after optimization"

@@ -22,6 +22,7 @@ from torch.export.graph_signature import OutputKind
 from .assemble import OutputLayout
 from .errors import VerificationError, WeightsError
 from .interface.calling import copy_inputs, user_input_names, user_inputs
+from .interface.guards import SizeGuards
 from .interface.matching import match_inputs
 from .progress import Progress
 from .provenance import METADATA_KEYS, ModuleInfo, find_node, module_of_state
@@ -94,6 +95,7 @@ class ExportResult:
         progress: Progress | None = None,
         report_file: str | os.PathLike[str] | None = None,
         quiet: bool = False,
+        guards: SizeGuards | None = None,
     ) -> None:
         self.model = model
         self.program = program
@@ -107,6 +109,7 @@ class ExportResult:
         self._session: ort.InferenceSession | None = None
         self._progress = progress or Progress(enabled=False)
         self._quiet = quiet  # export(quiet=True) silences save()'s progress bar too
+        self._guards = guards
         self._write_report()
 
     def _write_report(self) -> None:
@@ -223,6 +226,9 @@ class ExportResult:
         if missing:
             raise VerificationError(f"no value given for ONNX input(s) {sorted(missing)}")
         self._check_static_dims(feeds)
+        refused = self._refused(inputs)
+        if refused:
+            raise VerificationError(refused)
         outputs = self.session().run_with_ort_values(self.output_names, feeds)
         by_name = dict(zip(self.output_names, outputs))
         user = [self._output(by_name, e) if isinstance(e, str) else e[1] for e in self.layout.user]
@@ -232,6 +238,30 @@ class ExportResult:
         spec = self.program.call_spec.out_spec
         updated = {name: by_name[name] for name in self.layout.mutations}
         return (pytree.tree_unflatten(user, spec) if spec is not None else user), updated
+
+    def guard_failure(self, *args: Any, **kwargs: Any) -> str | None:
+        """Why torch's captured program refuses these inputs' sizes, or None where it takes them.
+
+        Takes the inputs as :meth:`run` does. torch's program checks its guards on input
+        sizes before it runs (``report.guarded_sizes`` lists the dims they narrow); the
+        ONNX graph cannot, and at a refused size it fails or computes garbage. :meth:`run`
+        and :meth:`verify` raise a :class:`~pt2onnx.errors.VerificationError` with this text.
+        """
+        return self._refused(user_inputs(self.program, args, kwargs, **self._matches()))
+
+    def _refused(self, inputs: dict[str, Any]) -> str | None:
+        if self._guards is None:
+            return None
+        why = self._guards.failure(self._guards.sizes(list(inputs.values())))
+        if why is None:
+            return None
+        accepted = "; ".join(f"{dim}: {sizes}" for dim, sizes in self.report.guarded_sizes.items())
+        return (
+            f"torch's captured program refuses these input sizes: {why}"
+            + (f" (it accepts {accepted})" if accepted else "")
+            + ". The ONNX graph cannot check torch's guards, and at such sizes it fails or computes garbage: "
+            "run it at sizes the guards accept, or export with an example of the sizes you will run at"
+        )
 
     def _check_static_dims(self, feeds: dict[str, ort.OrtValue]) -> None:
         """A clear error for an input whose rank or static dim differs from the graph's, where
