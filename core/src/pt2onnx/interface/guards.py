@@ -59,14 +59,26 @@ class SizeGuards:
     ) -> None:
         #: (input index, axis) -> the dim's name; ranges: name -> (lowest, highest) size;
         #: example: name -> its size in the example inputs.
-        self.dims, self.ranges, self.guards = dict(dims), dict(ranges), list(guards)
+        self.dims, self.ranges = dict(dims), dict(ranges)
         self.example = dict(example)
-        names = sorted(set(self.dims.values()))
+        parameters = ", ".join(sorted(set(self.dims.values())))
         namespace = {**SYMPY_INTERP, "math": math}
         # One function per guard (to name the one that fails), and one for all (to scan fast).
-        self._each: list[Callable[..., bool]] = [eval(f"lambda {', '.join(names)}: {g}", namespace) for g in guards]
-        everything = " and ".join(f"({g})" for g in guards) or "True"
-        self._all: Callable[..., bool] = eval(f"lambda {', '.join(names)}: {everything}", namespace)
+        # A guard that Python does not read as torch printed it (or that fails at the example,
+        # where every guard holds) is dropped: the check must never refuse the example.
+        self.guards: list[str] = []
+        self._each: list[Callable[..., bool]] = []
+        for guard in guards:
+            try:
+                check = eval(f"lambda {parameters}: {guard}", namespace)
+                holds = bool(check(**self.example))
+            except Exception:  # noqa: BLE001 (any failure to read the guard drops it, as above)
+                continue
+            if holds:
+                self.guards.append(guard)
+                self._each.append(check)
+        everything = " and ".join(f"({g})" for g in self.guards) or "True"
+        self._all: Callable[..., bool] = eval(f"lambda {parameters}: {everything}", namespace)
 
     @classmethod
     def of(cls, program: ExportedProgram, names: Mapping[str, str] | None = None) -> SizeGuards:
