@@ -138,3 +138,13 @@ def test_a_model_without_guards_lists_none():
     result = pt2onnx.export(Heads(), (torch.randn(3, 4),), dynamic_shapes="auto")
     assert result.report.guarded_sizes == {}
     assert result.guard_failure(torch.randn(7, 4)) is None
+
+
+def test_a_guard_python_cannot_read_is_dropped_so_the_example_is_never_refused():
+    from pt2onnx.interface.guards import SizeGuards
+
+    printed = ["x_dim1 % 2 == 0", "not_a_function(x_dim1) > 0", "x_dim1 < 8"]  # the last fails at the example
+    guards = SizeGuards({(0, 1): "x_dim1"}, {"x_dim1": (0, float("inf"))}, printed, {"x_dim1": 8})
+    assert guards.guards == ["x_dim1 % 2 == 0"]
+    assert guards.failure({"x_dim1": 8}) is None
+    assert "x_dim1 % 2 == 0 fails at x_dim1 = 7" in (guards.failure({"x_dim1": 7}) or "")
