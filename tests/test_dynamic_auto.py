@@ -55,8 +55,9 @@ def test_a_dim_the_model_bounds_takes_its_bound():
 def test_a_dim_the_model_fixes_becomes_static():
     hint = Named(x={0: Dim("batch"), 1: Dim("features")})
     result = assert_exports_like_eager(Heads(), (torch.randn(3, 4),), plugins=[hint])
-    assert result.report.shapes_refined == ["features = 4"]
+    assert result.report.shapes_refined == ["features = 4 suggested; the dim left to torch (Dim.AUTO)"]
     assert result.model.graph.inputs[0].shape[1] == 4
+    assert "the model's code fixes it to 4" in result.report.static_dims["x"][1]
 
 
 def test_a_spec_the_user_gives_is_not_refined():
@@ -138,6 +139,9 @@ def test_a_model_without_guards_lists_none():
     result = pt2onnx.export(Heads(), (torch.randn(3, 4),), dynamic_shapes="auto")
     assert result.report.guarded_sizes == {}
     assert result.guard_failure(torch.randn(7, 4)) is None
+    assert "has size 5 at dim 1, but the exported model fixed that dim to 4" in (
+        result.guard_failure(torch.randn(7, 5)) or ""
+    )  # a static dim refuses other sizes too
 
 
 def test_a_guard_python_cannot_read_is_dropped_so_the_example_is_never_refused():

@@ -81,3 +81,35 @@ def test_an_encoder_decoder_keeps_its_two_lengths_apart():
     for batch, source, target in ((2, 8, 6), (3, 5, 11), (1, 12, 2)):
         check = result.verify(**inputs(batch, source, target))
         assert check.ok, f"batch {batch}, source {source}, target {target}:\n{check}"
+
+
+def test_a_named_dim_torch_would_fix_is_left_to_torch_and_stays_dynamic():
+    # Falcon-H1 pads its Mamba mixer's sequence to whole chunks of 256. Under the pack's
+    # `sequence_length` name, torch suggests fixing the dim to the example's 8 tokens; left
+    # to torch (Dim.AUTO), it stays dynamic below the chunk, and the report says where.
+    config = tf.FalconH1Config(
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        mamba_d_ssm=64,
+        mamba_n_heads=8,
+        mamba_d_head=8,
+        mamba_d_state=16,
+        mamba_chunk_size=256,
+    )
+    torch.manual_seed(0)
+    model = tf.FalconH1Model(config).eval()
+    ids = torch.randint(0, 100, (1, 8))
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "use_cache": False}
+    result = pt2onnx.export(model, (), inputs, dynamic_shapes="auto")
+    assert str(result.report.inputs[0]) == "input_ids: INT64[1, sequence_length]"
+    assert result.report.guarded_sizes["sequence_length"].startswith("2..255 of 2..256 tried")
+    longer = torch.randint(0, 100, (1, 12))
+    assert result.verify(input_ids=longer, attention_mask=torch.ones_like(longer), use_cache=False).ok
+    chunk = torch.ones(1, 256, dtype=torch.long)
+    assert "sequence_length = 256" in (
+        result.guard_failure(input_ids=chunk, attention_mask=chunk, use_cache=False) or ""
+    )

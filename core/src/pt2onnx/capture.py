@@ -227,7 +227,7 @@ def _refined(dynamic_shapes: Any, fixes: list[str]) -> Any:
             bounds = {k: int(v) for k, v in (("min", low), ("max", high)) if v is not None}
             replaced[bounded[1]] = Dim(name, **bounds)
         elif fixed := _FIXED.match(fix):
-            replaced[fixed[1]] = None
+            replaced[fixed[1]] = Dim.AUTO
         else:
             return None
 
@@ -259,7 +259,9 @@ def _export_refining(
             if refined is None:
                 raise
             dynamic_shapes = refined
-            applied.extend(fixes)
+            applied.extend(
+                f"{fix} suggested; the dim left to torch (Dim.AUTO)" if _FIXED.match(fix) else fix for fix in fixes
+            )
     return _export(module, args, kwargs, dynamic_shapes, strict), tuple(applied)
 
 

@@ -242,12 +242,23 @@ class ExportResult:
     def guard_failure(self, *args: Any, **kwargs: Any) -> str | None:
         """Why torch's captured program refuses these inputs' sizes, or None where it takes them.
 
-        Takes the inputs as :meth:`run` does. torch's program checks its guards on input
-        sizes before it runs (``report.guarded_sizes`` lists the dims they narrow); the
-        ONNX graph cannot, and at a refused size it fails or computes garbage. :meth:`run`
-        and :meth:`verify` raise a :class:`~pt2onnx.errors.VerificationError` with this text.
+        Takes the inputs as :meth:`run` does. A size that differs from a dim the export holds
+        static is refused, and so is one that fails torch's guards on input sizes, which
+        torch's program checks before it runs (``report.guarded_sizes`` lists the dims they
+        narrow): the ONNX graph cannot, and at such sizes it fails or computes garbage.
+        :meth:`run` and :meth:`verify` raise a :class:`~pt2onnx.errors.VerificationError`
+        with this text.
         """
-        return self._refused(user_inputs(self.program, args, kwargs, **self._matches()))
+        inputs = user_inputs(self.program, args, kwargs, **self._matches())
+        renamed = self.layout.inputs
+        feeds = {
+            renamed.get(name, name): to_ort(value) for name, value in inputs.items() if isinstance(value, torch.Tensor)
+        }
+        try:
+            self._check_static_dims(feeds)
+        except VerificationError as e:
+            return e.message
+        return self._refused(inputs)
 
     def _refused(self, inputs: dict[str, Any]) -> str | None:
         if self._guards is None:
