@@ -27,6 +27,7 @@ static).
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import re
 import sys
@@ -619,13 +620,16 @@ def _main_candidates(model: torch.nn.Module, batch: int, grow: int) -> Iterator[
 
 
 def _transformers_case(model_type: str) -> Case:
+    # Before transformers is imported: it looks for torchvision and timm once, and their
+    # models (timm_wrapper, ...) build only where it finds them.
+    setup_torchvision()
     import transformers
 
     torch.manual_seed(0)
     try:
         default = transformers.AutoConfig.for_model(model_type)
         config = transformers.AutoConfig.for_model(model_type, **shrink_config(default.to_dict()))
-        model = transformers.AutoModel.from_config(config).eval()
+        model = _base_model(transformers, config).eval()
     except Exception as e:
         raise NotBuilt(f"{type(e).__name__}: {first_line(str(e))}") from e
     example = _first_that_runs(model, (((), c) for c in _candidates(model, 1, 0)))
@@ -635,6 +639,21 @@ def _transformers_case(model_type: str) -> Case:
     others += [c for c in _candidates(model, 2, 0) if c.keys() == keys]
     other = _first_that_runs(model, iter(((), c) for c in others))
     return Case(model, (), example[1], other_kwargs=other[1])
+
+
+def _base_model(transformers: Any, config: Any) -> torch.nn.Module:
+    """``AutoModel`` of ``config``; for a part's config that no auto class maps (``CLIPSegTextConfig``,
+    a vision or text tower of a composite model), the model class its modeling module names after it."""
+    try:
+        return transformers.AutoModel.from_config(config)
+    except ValueError as e:
+        if "Unrecognized configuration class" not in str(e):
+            raise
+        module = importlib.import_module(type(config).__module__.replace(".configuration_", ".modeling_"))
+        model_class = getattr(module, type(config).__name__.removesuffix("Config") + "Model", None)
+        if model_class is None:
+            raise
+        return model_class(config)
 
 
 def _transformers_entries() -> list[Entry]:
