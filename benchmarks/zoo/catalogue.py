@@ -80,9 +80,29 @@ EXPECTED_PASS: dict[str, tuple[str, ...]] = {
 #: model, mode, step) -> reason; mode "*" for both modes. The results table marks them
 #: "expected"; any other failure of pt2onnx is new.
 EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
+    ("torchvision", "swin_v2_t", "auto", "export"): (
+        "a model's 240 s cover its four exports in turn on 2 cores, and this capture takes ~80 s; "
+        "with --timeout 400 every step passes"
+    ),
     ("timm", "lamhalobotnet50ts_256", "auto", "export"): (
         "the auto capture runs past 240 s on 2 cores: not yet profiled"
     ),
+    ("transformers", "xlnet", "static", "export"): (
+        "its relative positions are an int64 arange with float bounds, which the aten pack "
+        "refuses by name: not yet converted"
+    ),
+    ("transformers", "xlnet", "auto", "export"): (
+        "torch's constraint violation on the pack's sequence_length name, with no fix it suggests: not yet looked at"
+    ),
+    ("transformers", "paligemma", "*", "onnxruntime"): (
+        "0.429 from eager with torch.onnx's file too: not yet analysed (random weights' magnitude?)"
+    ),
+    ("transformers", "paligemma", "*", "openvino"): "as its onnxruntime run (torch.onnx's file too)",
+    ("transformers", "moss_transcribe_diarize", "*", "onnxruntime"): (
+        "the zoo's comparison: eager's output holds a cache the zoo does not flatten (1 tensor), the "
+        "ONNX file its 5 tensors, for torch.onnx too; a limitation of the zoo, not of the export"
+    ),
+    ("transformers", "moss_transcribe_diarize", "*", "openvino"): "as its onnxruntime run",
     ("torchvision", "deeplabv3_resnet101", "*", "onnxruntime"): (
         "4.6e-4 from eager against atol 1e-4 + rtol 1e-3, with torch.onnx's file too: float32 "
         "noise through ResNet-101 at the zoo's tolerance, not an export difference"
