@@ -38,6 +38,13 @@ def test_cumprod(data, shape):
     assert_exports_like_eager(Fn(lambda t: torch.cumprod(t, dim)), (x,), expect_ops={"aten::cumprod": "aten"})
 
 
+def test_cumprod_multiplies_float32_in_float64_as_torch():
+    # 1e-30 * 1e-30 underflows float32 but not torch's float64 accumulator: 1e30 brings it back.
+    x = torch.tensor([1e-30, 1e-30, 1e30, 1e30])
+    result = assert_exports_like_eager(Fn(lambda t: torch.cumprod(t, 0)), (x,))
+    assert result.run(x).tolist() == pytest.approx([1e-30, 0.0, 1e-30, 1.0])
+
+
 @given(data=st.data(), shape=shapes(max_rank=3, max_side=5))
 def test_logcumsumexp(data, shape):
     x = data.draw(tensors(shape, st.sampled_from([getattr(torch, n) for n in FLOAT_DTYPES])))

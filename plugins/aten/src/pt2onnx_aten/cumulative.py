@@ -98,6 +98,10 @@ def cumprod(op, self, dim, *, dtype=None):
     if rank(self) == 0:
         return as_dtype(op, op.Identity(self), out)
     wide = kernel_dtype(op, out, _PRODUCTS)
+    if wide == D.FLOAT:
+        # torch's CPU kernel multiplies float32 in float64 (its accumulate type): a prefix that
+        # underflows float32 may still recover, and 0 * inf is no NaN where the prefix is not 0.
+        wide = D.DOUBLE
     x, back = _last(op, as_dtype(op, self, wide), dim % rank(self))
     spread, mask, _ = _square(op, x)
     product = reduce_over(op, "ReduceProd", op.Where(mask, spread, op.constant(1, wide)), [-1], keepdims=0)
