@@ -469,7 +469,7 @@ def markdown(rows: list[dict[str, Any]], command: str, when: str, package_versio
         "",
         "With `auto`, a model whose second input torch's own captured program refuses (guards on",
         "the sizes, from the model's code) runs at the example only. pt2onnx's report lists the",
-        "sizes those guards accept (`report.guarded_sizes`) and its `run()` refuses the others.",
+        "sizes those guards accept (`report.guarded_sizes`) and its `run()` warns at the others.",
         "",
         "| library | model | exporter | why |",
         "|---|---|---|---|",

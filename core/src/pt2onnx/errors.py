@@ -12,6 +12,7 @@ __all__ = [
     "CaptureError",
     "ConversionError",
     "DecompositionError",
+    "GuardedSizeWarning",
     "NodeLocation",
     "OptimizationError",
     "OptionError",
@@ -114,6 +115,11 @@ class PluginConflictError(PluginError):
 class PluginLoadWarning(UserWarning):
     """An installed plugin (or, with ``on_error = "warn"``, the project's config or plugin) failed to load
     or register; the export goes on without it."""
+
+
+class GuardedSizeWarning(UserWarning):
+    """``run()`` or ``verify()`` was given sizes torch's captured program refuses (a guard on input
+    sizes fails): the ONNX graph cannot check guards, and its results there are not vouched for."""
 
 
 class PluginNameWarning(UserWarning):

@@ -197,8 +197,8 @@ class Report:
             sizes that keep them, as the captured program does.
         guarded_sizes: dims torch's guards narrow (timm's MobileViT accepts heights 57..64
             only), each with the sizes its program accepts: the ONNX graph cannot check
-            them, so at other sizes it fails or computes garbage; ``ExportResult.run``
-            refuses them.
+            them, so at other sizes it may fail or compute garbage; ``ExportResult.run``
+            warns at them.
         retraced: whether the program was re-traced with a decomposition table, and
             ``decompose_reason`` why (or why not).
         opset: the target ONNX opset.

@@ -6,6 +6,7 @@ import contextlib
 import inspect
 import os
 import tempfile
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import OutputKind
 
 from .assemble import OutputLayout
-from .errors import VerificationError, WeightsError
+from .errors import GuardedSizeWarning, VerificationError, WeightsError
 from .interface.calling import copy_inputs, user_input_names, user_inputs
 from .interface.guards import SizeGuards
 from .interface.matching import match_inputs
@@ -228,7 +229,9 @@ class ExportResult:
         self._check_static_dims(feeds)
         refused = self._refused(inputs)
         if refused:
-            raise VerificationError(refused)
+            # torch's guards are sufficient conditions, not necessary ones: the graph may still be
+            # exact there (pdist's derived size), so the run goes on, and the caller is told.
+            warnings.warn(refused, GuardedSizeWarning, stacklevel=3)
         outputs = self.session().run_with_ort_values(self.output_names, feeds)
         by_name = dict(zip(self.output_names, outputs))
         user = [self._output(by_name, e) if isinstance(e, str) else e[1] for e in self.layout.user]
@@ -245,9 +248,11 @@ class ExportResult:
         Takes the inputs as :meth:`run` does. A size that differs from a dim the export holds
         static is refused, and so is one that fails torch's guards on input sizes, which
         torch's program checks before it runs (``report.guarded_sizes`` lists the dims they
-        narrow): the ONNX graph cannot, and at such sizes it fails or computes garbage.
+        narrow): the ONNX graph cannot, and at such sizes it may fail or compute garbage.
         :meth:`run` and :meth:`verify` raise a :class:`~pt2onnx.errors.VerificationError`
-        with this text.
+        for a static dim, and warn with a :class:`~pt2onnx.errors.GuardedSizeWarning` for a
+        failed guard (the graph may still be exact there: torch's guards are sufficient, not
+        necessary), with this text.
         """
         inputs = user_inputs(self.program, args, kwargs, **self._matches())
         renamed = self.layout.inputs
@@ -270,7 +275,7 @@ class ExportResult:
         return (
             f"torch's captured program refuses these input sizes: {why}"
             + (f" (it accepts {accepted})" if accepted else "")
-            + ". The ONNX graph cannot check torch's guards, and at such sizes it fails or computes garbage: "
+            + ". The ONNX graph cannot check torch's guards, and at such sizes it may fail or compute garbage: "
             "run it at sizes the guards accept, or export with an example of the sizes you will run at"
         )
 

@@ -7,7 +7,7 @@ before it runs. An ONNX graph has no guards: at another height onnxruntime stops
 ``Reshape`` and OpenVINO returns garbage. :class:`SizeGuards` keeps the guards whose
 symbols are whole input dims, says which sizes each dim accepts (``report.guarded_sizes``,
 scanned dim by dim around the example) and names the first guard given sizes fail
-(``ExportResult.run`` refuses them with it).
+(``ExportResult.guard_failure``; ``run`` warns with it).
 """
 
 from __future__ import annotations
