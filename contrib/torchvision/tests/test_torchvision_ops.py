@@ -51,16 +51,18 @@ def test_nms_keeps_torchvisions_boxes_in_its_order(boxes, iou_threshold):
     assert [n.op_type for n in result.model_proto.graph.node].count("NonMaxSuppression") == 1
 
 
-class RoiAlign(torch.nn.Module):
-    def __init__(self, output_size, spatial_scale, sampling_ratio, aligned) -> None:
+class Rois(torch.nn.Module):
+    """``op(x, rois, *args)``, one of torchvision's RoI poolings, over rois built in the model."""
+
+    def __init__(self, op, *args) -> None:
         super().__init__()
-        self.args = (output_size, spatial_scale, sampling_ratio, aligned)
+        self.op, self.args = op, args
 
     def forward(self, x: torch.Tensor, batch: torch.Tensor, corner: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
-        # rois built in the model: the batch index a valid one whatever the witness draws.
+        # The batch index a valid one and x1 <= x2, y1 <= y2, whatever the witness draws.
         index = batch.abs().remainder(x.shape[0]).floor()
         rois = torch.cat([index, corner, corner + size.abs()], 1)
-        return roi_align(x, rois, *self.args)
+        return self.op(x, rois, *self.args)
 
 
 @st.composite
@@ -89,7 +91,7 @@ def roi_sets(draw):
 def test_roi_align_is_torchvisions(opset, rois, output_size, sampling_ratio, aligned):
     *inputs, scale = rois
     assert_exports_like_eager(
-        RoiAlign(output_size, scale, sampling_ratio, aligned),
+        Rois(roi_align, output_size, scale, sampling_ratio, aligned),
         tuple(inputs),
         plugins=PLUGINS,
         opset=opset,
@@ -100,18 +102,7 @@ def test_roi_align_is_torchvisions(opset, rois, output_size, sampling_ratio, ali
 def test_roi_align_at_an_opset_onnxruntime_cannot_run_says_which_to_take():
     x, index, corner, size = torch.randn(1, 2, 8, 8), torch.zeros(3, 1), torch.rand(3, 2) * 4, torch.rand(3, 2) * 4
     with pytest.raises(ConversionError, match=r"no kernel for RoiAlign at opset 22 .*export with opset=21"):
-        pt2onnx.export(RoiAlign((2, 2), 1.0, 0, True), (x, index, corner, size), plugins=PLUGINS, opset=22)
-
-
-class RoiPool(torch.nn.Module):
-    def __init__(self, output_size, spatial_scale) -> None:
-        super().__init__()
-        self.args = (output_size, spatial_scale)
-
-    def forward(self, x: torch.Tensor, batch: torch.Tensor, corner: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
-        index = batch.abs().remainder(x.shape[0]).floor()
-        rois = torch.cat([index, corner, corner + size.abs()], 1)
-        return roi_pool(x, rois, *self.args)
+        pt2onnx.export(Rois(roi_align, (2, 2), 1.0, 0, True), (x, index, corner, size), plugins=PLUGINS, opset=22)
 
 
 @pytest.mark.parametrize("opset", ROI_ALIGN_OPSETS)
@@ -119,23 +110,12 @@ class RoiPool(torch.nn.Module):
 def test_roi_pool_is_torchvisions(opset, rois, output_size):
     *inputs, scale = rois
     assert_exports_like_eager(
-        RoiPool(output_size, scale),
+        Rois(roi_pool, output_size, scale),
         tuple(inputs),
         plugins=PLUGINS,
         opset=opset,
         expect_ops={"torchvision::roi_pool": "pt2onnx_torchvision.plugin"},
     )
-
-
-class PsRoiAlign(torch.nn.Module):
-    def __init__(self, output_size, spatial_scale, sampling_ratio) -> None:
-        super().__init__()
-        self.args = (output_size, spatial_scale, sampling_ratio)
-
-    def forward(self, x: torch.Tensor, batch: torch.Tensor, corner: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
-        index = batch.abs().remainder(x.shape[0]).floor()
-        rois = torch.cat([index, corner, corner + size.abs()], 1)
-        return ps_roi_align(x, rois, *self.args)
 
 
 @given(
@@ -151,7 +131,7 @@ def test_ps_roi_align_is_torchvisions(rois, output_size, sampling_ratio, seed):
     channels = x.shape[1] * output_size[0] * output_size[1]
     x = torch.randn(x.shape[0], channels, *x.shape[2:], generator=torch.Generator().manual_seed(seed))
     assert_exports_like_eager(
-        PsRoiAlign(output_size, scale, sampling_ratio),
+        Rois(ps_roi_align, output_size, scale, sampling_ratio),
         (x, *others),
         plugins=PLUGINS,
         opset=opset,
@@ -163,7 +143,9 @@ def test_ps_roi_align_of_a_roi_under_one_bin_is_nan_as_torchvisions():
     x = torch.randn(1, 8, 6, 6)
     batch, corner = torch.zeros(2, 1), torch.tensor([[1.0, 1.0], [2.0, 2.0]])
     size = torch.tensor([[0.0, 3.0], [3.0, 3.0]])  # the first roi has no width: torchvision's 0 / 0
-    result = assert_exports_like_eager(PsRoiAlign((2, 2), 1.0, 0), (x, batch, corner, size), plugins=PLUGINS, opset=21)
+    result = assert_exports_like_eager(
+        Rois(ps_roi_align, (2, 2), 1.0, 0), (x, batch, corner, size), plugins=PLUGINS, opset=21
+    )
     assert result.run(x, batch, corner, size)[0].isnan().all()
 
 
@@ -179,24 +161,13 @@ def test_ps_roi_aligns_channel_mapping_is_torchvisions():
     assert_exports_like_eager(PsRoiAlignChannels(), (torch.randn(2, 12, 8, 8), rois), plugins=PLUGINS, opset=21)
 
 
-class PsRoiPool(torch.nn.Module):
-    def __init__(self, output_size, spatial_scale) -> None:
-        super().__init__()
-        self.args = (output_size, spatial_scale)
-
-    def forward(self, x: torch.Tensor, batch: torch.Tensor, corner: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
-        index = batch.abs().remainder(x.shape[0]).floor()
-        rois = torch.cat([index, corner, corner + size.abs()], 1)
-        return ps_roi_pool(x, rois, *self.args)
-
-
 @given(rois=roi_sets(), output_size=st.tuples(st.integers(1, 3), st.integers(1, 3)), seed=st.integers(0, 2**31 - 1))
 def test_ps_roi_pool_is_torchvisions(rois, output_size, seed):
     x, *others, scale = rois
     channels = x.shape[1] * output_size[0] * output_size[1]
     x = torch.randn(x.shape[0], channels, *x.shape[2:], generator=torch.Generator().manual_seed(seed))
     assert_exports_like_eager(
-        PsRoiPool(output_size, scale),
+        Rois(ps_roi_pool, output_size, scale),
         (x, *others),
         plugins=PLUGINS,
         expect_ops={"torchvision::ps_roi_pool": "pt2onnx_torchvision.plugin"},
