@@ -226,7 +226,7 @@ class ExportResult:
         missing = onnx_inputs - set(feeds)
         if missing:
             raise VerificationError(f"no value given for ONNX input(s) {sorted(missing)}")
-        self._check_static_dims(feeds)
+        self._check_static_dims({name: tuple(value.shape()) for name, value in feeds.items()})
         refused = self._refused(inputs)
         if refused:
             # torch's guards are sufficient conditions, not necessary ones: the graph may still be
@@ -256,11 +256,9 @@ class ExportResult:
         """
         inputs = user_inputs(self.program, args, kwargs, **self._matches())
         renamed = self.layout.inputs
-        feeds = {
-            renamed.get(name, name): to_ort(value) for name, value in inputs.items() if isinstance(value, torch.Tensor)
-        }
+        shapes = {renamed.get(n, n): tuple(v.shape) for n, v in inputs.items() if isinstance(v, torch.Tensor)}
         try:
-            self._check_static_dims(feeds)
+            self._check_static_dims(shapes)
         except VerificationError as e:
             return e.message
         return self._refused(inputs)
@@ -279,15 +277,15 @@ class ExportResult:
             "run it at sizes the guards accept, or export with an example of the sizes you will run at"
         )
 
-    def _check_static_dims(self, feeds: dict[str, ort.OrtValue]) -> None:
+    def _check_static_dims(self, shapes: dict[str, tuple[int, ...]]) -> None:
         """A clear error for an input whose rank or static dim differs from the graph's, where
         onnxruntime would say only ``Got invalid dimensions``: which dim the export fixed, and why."""
         renamed = {onnx: captured for captured, onnx in self.layout.inputs.items()}
         for value in self.model.graph.inputs:
             name = value.name or ""
-            if name not in feeds or value.shape is None:
+            if name not in shapes or value.shape is None:
                 continue
-            got = tuple(feeds[name].shape())
+            got = shapes[name]
             expected = [dim if isinstance(dim, int) else None for dim in value.shape]
             if len(got) != len(expected):
                 raise VerificationError(

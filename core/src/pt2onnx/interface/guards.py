@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -108,13 +109,11 @@ class SizeGuards:
         ]
         ranges = {}
         for symbol, name in symbols.items():
-            # The program's ranges, not the shape env's: torch widens a floor of 2 (its 0/1
-            # specialization while tracing) to 0 for the program, and checks that range.
+            # The program's ranges. A floor of 2 is torch's specialization of 0 and 1 while
+            # tracing, not the model's: the graph is held to those sizes by its numerics.
             bounds = program.range_constraints.get(symbol)
             lower = _finite(bounds.lower if bounds is not None else None, 0)
             upper = _finite(bounds.upper if bounds is not None else None, math.inf)
-            # A floor of 2 is torch's specialization of 0 and 1 while tracing, not the model's:
-            # the graph is held to those sizes by its numerics, as before this check.
             ranges[_identifier(name)] = (0 if lower <= 2 else lower, upper)
         example = {_identifier(name): hints[symbol] for symbol, name in symbols.items()}
         return cls({k: _identifier(v) for k, v in dims.items()}, ranges, guards, example)
@@ -150,10 +149,11 @@ class SizeGuards:
         position table's) narrows it too.
         """
         example = self.example
+        guarded = {name for guard in self.guards for name in re.findall(r"[A-Za-z_]\w*", guard)}
         narrowed = {}
         for name, (lower, upper) in sorted(self.ranges.items()):
-            if not self.guards and lower == 0 and upper == math.inf:
-                continue
+            if name not in guarded and lower == 0 and upper == math.inf:
+                continue  # no guard names it and its range is torch's own: nothing to scan
             start = 2  # torch's floor for a dynamic dim while tracing: 0 and 1 are special cases
             top = min(max(_SCAN_FACTOR * example[name], _SCAN_FLOOR), start + _SCAN_MAX - 1)
             sizes = dict(example)
