@@ -161,6 +161,19 @@ def test_unsupported_ops_exit_3_and_a_factory_that_raises_exits_1(factories):
     assert f"{factories / 'factories.py'}:30 in broken_factory" in out.stderr
 
 
+def test_an_output_path_that_cannot_take_the_file_fails_before_the_factory_runs(factories):
+    (factories / "taken").write_text("a file where a folder is asked for")
+    # broken_factory raises when called: the save's error shows it never was.
+    out = run("export", "factories.py:broken_factory", "-o", "taken/m.onnx", cwd=factories)
+    assert out.returncode == 1, out.stderr
+    _no_traceback(out)
+    assert "[save] cannot save to taken/m.onnx: taken is a file, not a folder" in out.stderr
+    assert "broken_factory raised" not in out.stderr
+    out = run("export", "factories.py:fine", "-o", "new/sub/m.onnx", cwd=factories)
+    assert out.returncode == 0, out.stderr
+    assert (factories / "new/sub/m.onnx").is_file()
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

@@ -7,6 +7,7 @@ import sys
 
 import onnx
 import pytest
+import torch
 from tiny_models import causal_lm
 
 from pt2onnx_transformers.cli import main
@@ -29,6 +30,20 @@ def test_a_checkpoint_directory_exports_verified(tmp_path, capsys):
 def test_a_missing_model_is_a_usage_error(tmp_path, capsys):
     assert main(["causal-lm", str(tmp_path / "nowhere"), "-o", str(tmp_path / "m.onnx")]) == 2
     assert "cannot load" in capsys.readouterr().err
+
+
+def test_an_output_path_that_cannot_take_the_file_fails_before_the_capture(tmp_path, capsys, monkeypatch):
+    causal_lm("qwen2").config.save_pretrained(tmp_path / "qwen2")
+    (tmp_path / "taken").write_text("a file where a folder is asked for")
+
+    def capture(*args, **kwargs):
+        raise AssertionError("captured: the path was checked only after the export")
+
+    monkeypatch.setattr(torch.export, "export", capture)
+    assert main(["causal-lm", str(tmp_path / "qwen2"), "-o", str(tmp_path / "taken" / "m.onnx")]) == 1
+    err = capsys.readouterr().err
+    assert f"[save] cannot save to {tmp_path / 'taken' / 'm.onnx'}: {tmp_path / 'taken'} is a file" in err
+    assert "captured" not in err
 
 
 def test_the_command_freezes_the_garbage_collector_at_exit_only():

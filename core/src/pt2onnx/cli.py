@@ -233,6 +233,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise UsageError(f"--weights {args.weights}: no such file or folder (in {Path.cwd()})")
     from .export import export
     from .report import report_format
+    from .save import prepare_location
+
+    prepare_location(args.output)  # its folders made, or a SaveError now, not after the export
 
     if args.report not in (None, "-"):
         report_format(args.report)  # an unknown suffix fails before the export
@@ -428,7 +431,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     exp.add_argument("factory", metavar="SOURCE", help="MODULE:FACTORY or PROGRAM.pt2 (see above)")
-    exp.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    exp.add_argument("-o", "--output", required=True, help="the .onnx file to write (missing folders are made)")
     exp.add_argument(
         "--dynamic",
         action="append",

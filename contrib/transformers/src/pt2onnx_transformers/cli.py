@@ -157,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if on_meta(model):
             options["weights"] = args.model
             print(f"weights streamed from {args.model} as they are written (the model is not loaded)")
+        if args.output is not None:
+            options["f"] = args.output  # a path that cannot take the file fails before the export
         result = export_causal_lm(
             model, **sizes, past_sequence_length=args.past_sequence_length, opset=args.opset, **options
         )
@@ -165,7 +167,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"saved {args.genai}: {len(result.model.graph)} nodes, opset {result.report.opset}")
             print(_describe_genai(Path(args.genai), tokenizer))
         else:
-            result.save(args.output)
             print(f"saved {args.output}: {len(result.model.graph)} nodes, opset {result.report.opset}")
         print(f"inputs: {', '.join(result.input_names)}\noutputs: {', '.join(result.output_names)}")
         if args.report:
