@@ -152,6 +152,41 @@ def test_arange(data, start, length, step, dtype, floats):
     )
 
 
+@given(
+    start=st.floats(-6, 6),
+    count=st.integers(0, 8),
+    # torch's capture refuses a step that truncates to 0 (its CPU kernel runs it for narrow dtypes)
+    step=st.floats(-3, 3).filter(lambda s: abs(s) >= 1),
+    jitter=st.floats(0, 0.99),
+    dtype=st.sampled_from([torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]),
+)
+def test_integer_arange_with_float_bounds_truncates_them_as_torch(start, count, step, jitter, dtype):
+    # XLNet's relative positions: torch.arange(beg, end, -1.0, dtype=torch.int64). torch
+    # truncates the bounds; int64 counts from the truncated ones, narrower dtypes from the floats.
+    end = start + (count + jitter) * step
+    if dtype == torch.uint8:
+        start, end, step = abs(start), abs(start) + abs(end - start), abs(step)  # torch refuses negative bounds
+    model = Fn(lambda t: torch.arange(start, end, step, dtype=dtype))
+    assert_exports_like_eager(model, (torch.zeros(1),), expect_ops=["aten::arange.start_step"])
+
+
+def test_integer_arange_of_a_dynamic_length_with_a_float_step():
+    seq = torch.export.Dim("seq", min=4)  # torch's 0/1 specialization guards the int32 range's length >= 2
+    model = Fn(
+        lambda t: (
+            torch.arange(t.shape[0], -1, -1.0, dtype=torch.int64),
+            torch.arange(0.5, t.shape[0], 1.5, dtype=torch.int32),
+        )
+    )
+    assert_exports_like_eager(
+        model,
+        (torch.randn(5),),
+        dynamic_shapes=({0: seq},),
+        other_inputs=[((torch.randn(12),), {})],
+        expect_ops=["aten::arange.start_step"],
+    )
+
+
 def test_arange_to_a_dynamic_length_at_opset_14():
     seq = torch.export.Dim("seq", min=3)
     model = Fn(lambda t: (torch.arange(t.shape[0]), torch.arange(1, t.shape[0] + 1, 2, dtype=torch.float32)))

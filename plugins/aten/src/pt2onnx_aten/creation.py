@@ -93,12 +93,25 @@ def arange_start_step(op, start, end, step=1, **kwargs):
     if op.output_dtype.is_floating_point():
         compute = ir.DataType.DOUBLE
     elif any(isinstance(b, float) for b in (start, end, step)):
-        raise op.unsupported(
-            "dtype", op.output_dtype.name, "an integer arange with float bounds", hint="pass integer bounds"
-        )
+        return _integer_arange_of_float_bounds(op, start, end, step)
     else:
         compute = ir.DataType.INT64
     out = op.Range(scalar_of(op, start, compute), scalar_of(op, end, compute), scalar_of(op, step, compute))
+    return to_dtype(op, out, op.output_dtype)
+
+
+def _integer_arange_of_float_bounds(op, start, end, step):
+    # torch's CPU kernel truncates each bound toward zero (scalar_of does: int()). An int64
+    # range then counts from the truncated bounds; a narrower one takes its length from the
+    # float bounds, ceil((end - start) / step): arange(0.5, 3, 1.5) is [0, 1, 2] in int64, [0, 1] in int32.
+    int64, double = ir.DataType.INT64, ir.DataType.DOUBLE
+    if op.output_dtype == int64:  # a step that truncates to 0 fails in torch's capture already
+        return op.Range(scalar_of(op, start, int64), scalar_of(op, end, int64), scalar_of(op, step, int64))
+    length = op.Ceil(
+        op.Div(op.Sub(scalar_of(op, end, double), scalar_of(op, start, double)), scalar_of(op, step, double))
+    )
+    index = op.Range(op.constant(0, int64), op.Cast(length, to=int64), op.constant(1, int64))
+    out = op.Add(op.Mul(index, scalar_of(op, step, int64)), scalar_of(op, start, int64))
     return to_dtype(op, out, op.output_dtype)
 
 
