@@ -60,6 +60,36 @@ def test_a_dim_the_model_fixes_becomes_static():
     assert "the model's code fixes it to 4" in result.report.static_dims["x"][1]
 
 
+class RelativeShift(torch.nn.Module):
+    """XLNet's relative attention shift: 2*S - 1 relative positions viewed S at a time, so torch
+    guards (2*S - 1) % S != 0, true at every S but 1, which it cannot prove for a named range."""
+
+    def forward(self, x):
+        s = x.shape[1]
+        positions = torch.arange(s, -s + 1, -1.0, dtype=torch.int64).float()
+        if (2 * s - 1) % s != 0:
+            positions = positions[:s]
+        return x * positions
+
+
+def test_a_guard_torch_cannot_prove_over_a_named_range_leaves_the_dim_to_torch():
+    hint = Named(x={1: Dim("sequence_length", max=511)})
+    with pytest.raises(torch._dynamo.exc.UserError, match="Not all values of sequence_length"):
+        torch.export.export(RelativeShift(), (torch.randn(2, 5),), dynamic_shapes={"x": {1: hint.dims["x"][1]}})
+    result = assert_exports_like_eager(
+        RelativeShift(),
+        (torch.randn(2, 5),),
+        plugins=[hint],
+        dynamic_shapes="auto",
+        other_inputs=[((torch.randn(2, 9),), {})],
+    )
+    assert result.report.shapes_refined == [
+        "sequence_length: torch cannot prove (((-1) + 2*L['x'].size()[1]) % L['x'].size()[1]) != 0 for every size; "
+        "the dim left to torch (Dim.AUTO)"
+    ]
+    assert str(result.model.graph.inputs[0].shape) == "[2,sequence_length]"
+
+
 def test_a_spec_the_user_gives_is_not_refined():
     spec = {"tokens": {1: Dim("sequence_length")}}
     try:

@@ -87,13 +87,6 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
     ("timm", "lamhalobotnet50ts_256", "auto", "export"): (
         "the auto capture runs past 240 s on 2 cores: not yet profiled"
     ),
-    ("transformers", "xlnet", "static", "export"): (
-        "its relative positions are an int64 arange with float bounds, which the aten pack "
-        "refuses by name: not yet converted"
-    ),
-    ("transformers", "xlnet", "auto", "export"): (
-        "torch's constraint violation on the pack's sequence_length name, with no fix it suggests: not yet looked at"
-    ),
     ("transformers", "paligemma", "*", "onnxruntime"): (
         "0.429 from eager with torch.onnx's file too: not yet analysed (random weights' magnitude?)"
     ),

@@ -30,8 +30,9 @@ calls (torch would inline single-use regions), so they become ONNX local functio
 With ``refine=True`` (``dynamic_shapes="auto"``: dims pt2onnx and its plugins' hints
 chose, not the user), a capture that fails only because the model bounds a dim (a
 position-embedding table of 128 rows) or ties dims together is retried with torch's own
-suggested fixes (ranges and constants of named dims); ``Captured.refined``
-lists them, and the report shows them.
+suggested fixes (ranges of named dims; a constant hands the dim to torch as ``Dim.AUTO``),
+or, where torch suggests none for a guard it cannot prove over a named range, with that dim
+as ``Dim.AUTO``; ``Captured.refined`` lists them, and the report shows them.
 """
 
 from __future__ import annotations
@@ -230,6 +231,29 @@ def _refined(dynamic_shapes: Any, fixes: list[str]) -> Any:
             replaced[fixed[1]] = Dim.AUTO
         else:
             return None
+    return _replaced(dynamic_shapes, replaced)
+
+
+_UNPROVEN = re.compile(
+    r"Not all values of (\w+) = \S+ in the specified range .* satisfy the generated guard (.*?)\.?$", re.MULTILINE
+)
+
+
+def _unproven(error: BaseException) -> dict[str, str]:
+    """Named dims whose range torch's guards cannot be proven over, with the guard (by name).
+
+    torch reports a guard it cannot prove for every size of a named range as a constraint
+    violation even where it holds for each size but one (XLNet: ``(2*S - 1) % S != 0``,
+    false at 1 only), and suggests no fix for it.
+    """
+    text = str(error)
+    if "Constraints violated" not in text:
+        return {}
+    return {name: guard for name, guard in _UNPROVEN.findall(text)}
+
+
+def _replaced(dynamic_shapes: Any, replaced: dict[str, Any]) -> Any:
+    """``dynamic_shapes`` with each ``Dim`` named in ``replaced`` swapped for its value there."""
 
     def swap(leaf: Any) -> Any:
         name = getattr(leaf, "__name__", None)
@@ -252,16 +276,24 @@ def _export_refining(
         try:
             return _export(module, args, kwargs, dynamic_shapes, strict), tuple(applied)
         except Exception as e:
-            fixes = _suggested_fixes(e) if refine and isinstance(dynamic_shapes, (dict, tuple, list)) else []
-            if not fixes:
+            if not refine or not isinstance(dynamic_shapes, (dict, tuple, list)):
                 raise
-            refined = _refined(dynamic_shapes, fixes)
-            if refined is None:
+            fixes = _suggested_fixes(e)
+            refined = _refined(dynamic_shapes, fixes) if fixes else None
+            if refined is not None:
+                applied.extend(
+                    f"{fix} suggested; the dim left to torch (Dim.AUTO)" if _FIXED.match(fix) else fix for fix in fixes
+                )
+            elif unproven := _unproven(e):
+                # Dim.AUTO keeps the dim dynamic under the guard, which the report lists.
+                refined = _replaced(dynamic_shapes, dict.fromkeys(unproven, Dim.AUTO))
+                applied.extend(
+                    f"{name}: torch cannot prove {guard} for every size; the dim left to torch (Dim.AUTO)"
+                    for name, guard in unproven.items()
+                )
+            else:
                 raise
             dynamic_shapes = refined
-            applied.extend(
-                f"{fix} suggested; the dim left to torch (Dim.AUTO)" if _FIXED.match(fix) else fix for fix in fixes
-            )
     return _export(module, args, kwargs, dynamic_shapes, strict), tuple(applied)
 
 

@@ -228,7 +228,8 @@ class Report:
     #: With ``dynamic_shapes="auto"``: per input, the dims torch kept static and why.
     static_dims: dict[str, dict[int, str]] = field(default_factory=dict)
     #: With ``dynamic_shapes="auto"``: torch's suggested fixes applied because the model
-    #: bounds or ties dims (``sequence_length = Dim('sequence_length', max=128)``).
+    #: bounds or ties dims (``sequence_length = Dim('sequence_length', max=128)``), and named
+    #: dims handed back to torch as ``Dim.AUTO`` (a suggested constant, an unprovable guard).
     shapes_refined: list[str] = field(default_factory=list)
     #: Sizes torch's guards fix and the graph holds static, each with the first node relying
     #: on it (``x_dim1*x_dim2 == 16: add``): the model runs only at sizes that keep them.
