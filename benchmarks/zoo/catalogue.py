@@ -94,20 +94,6 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "differ by 0.429, both exporters' files match eager attention within 5e-7"
     ),
     ("transformers", "paligemma", "*", "openvino"): "as its onnxruntime run (torch.onnx's file too)",
-    ("transformers", "moss_transcribe_diarize", "*", "onnxruntime"): (
-        "the zoo's comparison: eager's output holds a cache the zoo does not flatten (1 tensor), the "
-        "ONNX file its 5 tensors, for torch.onnx too; a limitation of the zoo, not of the export"
-    ),
-    ("transformers", "moss_transcribe_diarize", "*", "openvino"): "as its onnxruntime run",
-    ("torchvision", "deeplabv3_resnet101", "*", "onnxruntime"): (
-        "4.6e-4 from eager against atol 1e-4 + rtol 1e-3, with torch.onnx's file too: float32 "
-        "noise through ResNet-101 at the zoo's tolerance, not an export difference"
-    ),
-    ("torchvision", "deeplabv3_resnet101", "*", "openvino"): "as its onnxruntime run (8e-4, torch.onnx's file too)",
-    ("torchvision", "resnet152", "*", "openvino"): (
-        "OpenVINO differs from eager by up to 14 on either exporter's file while onnxruntime "
-        "matches: an OpenVINO difference, not yet reduced to an upstream report"
-    ),
 }
 
 

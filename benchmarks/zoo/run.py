@@ -13,7 +13,10 @@ example's shapes; ``auto``: every dim dynamic where the model allows it), the st
    input for auto);
 2. onnxruntime on the example input against eager (atol 1e-4, rtol 1e-3), and for auto
    also on the second input of other sizes, unless torch's own captured program refuses
-   its sizes (its guards narrow a dim; the row says so in ``other_input``);
+   its sizes (its guards narrow a dim; the row says so in ``other_input``). Past that
+   tolerance, a run still passes as float32 noise where it is no farther from eager in
+   float64 than 4 times eager's own float32 run is (a random-weight ResNet-152's outputs
+   reach 1e7, and eager float32 is 10 from its float64 result);
 3. OpenVINO (CPU, f32 precision hint), where it is importable, the same way.
 
 Each step is ``pass`` or ``fail: <phase>: <first line of the error>`` (phases: capture,
@@ -25,6 +28,7 @@ library, exporter and mode, then every failure).
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import importlib.metadata
 import inspect
@@ -198,6 +202,56 @@ def _run_openvino(path: Path, feeds: Feeds) -> list[np.ndarray]:
     return [np.asarray(results[output]) for output in compiled.outputs]
 
 
+class Check:
+    """One input of a model: its feeds, eager's float32 outputs, and (on demand) eager's in float64."""
+
+    def __init__(self, case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.case, self.args, self.kwargs = case, args, kwargs
+        self.feeds = flat_inputs(case.model, args, kwargs)
+        self._outputs = _eager(case.model, args, kwargs)
+        self._exact: list[torch.Tensor] | None = None
+
+    @property
+    def expected(self) -> list[torch.Tensor]:
+        """Eager's output tensors, flattened when compared: after an export registered the packs'
+        pytree nodes (a transformers cache in the output is then its tensors, as in the file)."""
+        return _tensors(self._outputs)
+
+    def exact(self) -> list[torch.Tensor] | None:
+        """Eager's outputs computed in float64 (model and floating inputs), or None where the model cannot."""
+        if self._exact is None:
+            args, kwargs = pytree.tree_map_only(
+                torch.Tensor, lambda t: t.double() if t.is_floating_point() else t, (self.args, self.kwargs)
+            )
+            try:
+                self._exact = _tensors(_eager(copy.deepcopy(self.case.model).double(), args, kwargs))
+            except Exception:  # noqa: BLE001 (no float64 kernel, a dtype check: no float64 reference)
+                self._exact = []
+        return self._exact or None
+
+
+#: How much farther from eager in float64 than eager's own float32 run a runtime may be, as float32
+#: noise: another order of summation (OpenVINO's convolutions) lands within a few times torch's.
+NOISE_FACTOR = 4
+
+
+def float32_noise(check: Check, got: list[np.ndarray]) -> tuple[float, float] | None:
+    """How far ``got`` and eager's float32 outputs are from eager's in float64 (the max over floating
+    outputs), or None without a float64 reference."""
+    exact = check.exact()
+    if exact is None or not len(exact) == len(got) == len(check.expected):
+        return None
+    ours = theirs = 0.0
+    for e32, e64, array in zip(check.expected, exact, got):
+        g = torch.from_numpy(np.asarray(array)).double()
+        if not g.shape == e32.shape == e64.shape:
+            return None  # a structural difference: compare()'s message stands
+        if e64.is_floating_point() and e64.numel():
+            ours = max(ours, (g - e64).abs().nan_to_num(0.0).max().item())
+            theirs = max(theirs, (e32.double() - e64).abs().nan_to_num(0.0).max().item())
+    return ours, theirs
+
+
 def compare(expected: list[torch.Tensor], got: list[np.ndarray]) -> float:
     """The max abs difference between eager's outputs and a runtime's; AssertionError past the tolerance."""
     if len(expected) != len(got):
@@ -220,15 +274,13 @@ def compare(expected: list[torch.Tensor], got: list[np.ndarray]) -> float:
     return worst
 
 
-def check_runtime(
-    runtime: str, path: Path, case: Case, checks: list[tuple[Feeds, list[torch.Tensor]]]
-) -> dict[str, Any]:
-    """Run the file in ``runtime`` on each (feeds, eager outputs) pair: the status and the max abs difference."""
+def check_runtime(runtime: str, path: Path, case: Case, checks: list[Check]) -> dict[str, Any]:
+    """Run the file in ``runtime`` on each check's input: the status and the max abs difference."""
     run = _run_onnxruntime if runtime == "onnxruntime" else _run_openvino
-    worst = 0.0
-    for which, (feeds, expected) in zip(("example", "other input"), checks):
+    worst, noise = 0.0, []
+    for which, check in zip(("example", "other input"), checks):
         try:
-            got = run(path, feeds)
+            got = run(path, check.feeds)
         except Exception as e:  # noqa: BLE001 (the runtime's failure is the row's status)
             return {"status": _error(runtime, e) + ("" if which == "example" else f" (on the {which})")}
         if not case.compare:
@@ -236,17 +288,30 @@ def check_runtime(
                 return {"status": f"fail: {runtime}: no outputs"}
             continue
         try:
-            worst = max(worst, compare(expected, got))
+            worst = max(worst, compare(check.expected, got))
         except AssertionError as e:
-            return {"status": f"fail: numerics: on the {which}: {first_line(str(e))}", "max_abs_diff": worst}
+            distances = float32_noise(check, got)
+            if distances is None:
+                return {"status": f"fail: numerics: on the {which}: {first_line(str(e))}", "max_abs_diff": worst}
+            ours, theirs = distances
+            measured = f"{ours:.3g} from eager in float64, eager's own float32 run {theirs:.3g}"
+            if ours > NOISE_FACTOR * theirs + ATOL:
+                return {
+                    "status": f"fail: numerics: on the {which}: {first_line(str(e))}; {measured}",
+                    "max_abs_diff": worst,
+                }
+            noise.append(f"on the {which}: float32 noise: {measured}")
     if not case.compare:
         return {"status": "pass", "numerics": NOT_COMPARED, "outputs": len(got)}
-    return {"status": "pass", "max_abs_diff": worst}
+    return {"status": "pass", "max_abs_diff": worst, **({"numerics": "; ".join(noise)} if noise else {})}
 
 
-def _eager(case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+def _eager(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     with torch.no_grad():
-        outputs = case.model(*args, **kwargs)
+        return model(*args, **kwargs)
+
+
+def _tensors(outputs: Any) -> list[torch.Tensor]:
     return [leaf for leaf in pytree.tree_leaves(outputs) if isinstance(leaf, torch.Tensor)]
 
 
@@ -259,11 +324,8 @@ def model_rows(
     try:
         case = item.build()
         # Eager's outputs on both inputs: a model that does not run on them is not built either.
-        example = (flat_inputs(case.model, case.args, case.kwargs), _eager(case, case.args, case.kwargs))
-        other = (
-            flat_inputs(case.model, case.other_args, case.other_kwargs),
-            _eager(case, case.other_args, case.other_kwargs),
-        )
+        example = Check(case, case.args, case.kwargs)
+        other = Check(case, case.other_args, case.other_kwargs)
     except NotBuilt as e:
         built = f"not built: {e}"
     except Exception as e:  # noqa: BLE001 (a builder's own failure is the model's row too)
@@ -477,6 +539,24 @@ def markdown(rows: list[dict[str, Any]], command: str, when: str, package_versio
     for row in rows:
         if "other_input" in row:
             lines.append(f"| {row['library']} | {row['model']} | {row['exporter']} | {_cell(row['other_input'])} |")
+    lines += [
+        "",
+        "## Passed as float32 noise",
+        "",
+        f"Runs past atol {ATOL:g} + rtol {RTOL:g} that are no farther from eager in float64 than {NOISE_FACTOR} times",
+        "eager's own float32 run is (outputs of large magnitude).",
+        "",
+        "| library | model | exporter | mode | runtime | how far |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        for runtime in RUNTIMES:
+            note = row.get(f"{runtime}_numerics", "")
+            if "float32 noise" in note:
+                lines.append(
+                    f"| {row['library']} | {row['model']} | {row['exporter']} | {row['mode']} | {runtime} "
+                    f"| {_cell(note)} |"
+                )
     lines += ["", "## Not built", "", "| library | model | reason |", "|---|---|---|"]
     reported = set()
     for row in rows:
