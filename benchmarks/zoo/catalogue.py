@@ -517,6 +517,7 @@ _SHRINK: dict[str, int] = {
     ),
     "num_key_value_heads": KV_HEADS,
     "head_dim": HEAD_DIM,
+    "rotary_dim": HEAD_DIM,  # GPT-J, CodeGen: rotary over part of a head, at most all of it
     "vocab_size": VOCAB,
     **dict.fromkeys(["num_experts", "num_local_experts", "n_routed_experts"], 4),
     "num_experts_per_tok": 2,
@@ -645,17 +646,29 @@ def _transformers_case(model_type: str) -> Case:
 
 def _base_model(transformers: Any, config: Any) -> torch.nn.Module:
     """``AutoModel`` of ``config``; for a part's config that no auto class maps (``CLIPSegTextConfig``,
-    a vision or text tower of a composite model), the model class its modeling module names after it."""
+    a vision or text tower of a composite model), the model class of its modeling module that takes
+    that config: the one named after it (``CLIPSegTextModel``), else the first that is no task head
+    (``DiaDecoder``, ``Sam3DetrEncoder``)."""
     try:
         return transformers.AutoModel.from_config(config)
     except ValueError as e:
         if "Unrecognized configuration class" not in str(e):
             raise
         module = importlib.import_module(type(config).__module__.replace(".configuration_", ".modeling_"))
-        model_class = getattr(module, type(config).__name__.removesuffix("Config") + "Model", None)
-        if model_class is None:
+        named = type(config).__name__.removesuffix("Config") + "Model"
+        parts = [
+            cls
+            for name, cls in vars(module).items()
+            if isinstance(cls, type)
+            and issubclass(cls, transformers.PreTrainedModel)
+            and getattr(cls, "config_class", None) is type(config)
+            and not name.endswith("PreTrainedModel")
+            and "For" not in name
+        ]
+        parts.sort(key=lambda cls: cls.__name__ != named)
+        if not parts:
             raise
-        return model_class(config)
+        return parts[0](config)
 
 
 def _transformers_entries() -> list[Entry]:
