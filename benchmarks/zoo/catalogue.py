@@ -518,6 +518,7 @@ _SHRINK: dict[str, int] = {
     "num_key_value_heads": KV_HEADS,
     "head_dim": HEAD_DIM,
     "rotary_dim": HEAD_DIM,  # GPT-J, CodeGen: rotary over part of a head, at most all of it
+    "reassemble_hidden_size": HIDDEN,  # DPT-like necks read the backbone at its width
     "vocab_size": VOCAB,
     **dict.fromkeys(["num_experts", "num_local_experts", "n_routed_experts"], 4),
     "num_experts_per_tok": 2,
@@ -537,14 +538,21 @@ def shrink_config(values: dict[str, Any]) -> dict[str, Any]:
     layers = next(
         (values[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if isinstance(values.get(k), int)), None
     )
+    # A backbone's out_features name its stages (DINOv2's stage9..stage12 for Depth Anything's
+    # neck): its layers stay, as narrow as the rest.
+    backbone = "out_features" in values
     overrides: dict[str, Any] = {}
     special = _SPECIAL_BASE
     for key, value in values.items():
         if isinstance(value, dict) and "model_type" in value:
             overrides[key] = {**value, **shrink_config(value)}
+        elif backbone and _SHRINK.get(key) == LAYERS:
+            continue
         elif key in _SHRINK and isinstance(value, int) and not isinstance(value, bool):
             overrides[key] = min(value, _SHRINK[key]) if key != "head_dim" else _SHRINK[key]
-        elif isinstance(value, list) and layers is not None and len(value) == layers and layers > LAYERS:
+        elif (
+            not backbone and isinstance(value, list) and layers is not None and len(value) == layers and layers > LAYERS
+        ):
             # The first layers and the last: hybrids (linear attention, then every n-th
             # layer full attention) keep one of each kind.
             overrides[key] = value[: LAYERS - 1] + value[-1:]
@@ -648,7 +656,7 @@ def _base_model(transformers: Any, config: Any) -> torch.nn.Module:
     """``AutoModel`` of ``config``; for a part's config that no auto class maps (``CLIPSegTextConfig``,
     a vision or text tower of a composite model), the model class of its modeling module that takes
     that config: the one named after it (``CLIPSegTextModel``), else the first that is no task head
-    (``DiaDecoder``, ``Sam3DetrEncoder``)."""
+    (``DiaDecoder``, ``Sam3DetrEncoder``), else its task head (``DepthAnythingForDepthEstimation``)."""
     try:
         return transformers.AutoModel.from_config(config)
     except ValueError as e:
@@ -663,9 +671,10 @@ def _base_model(transformers: Any, config: Any) -> torch.nn.Module:
             and issubclass(cls, transformers.PreTrainedModel)
             and getattr(cls, "config_class", None) is type(config)
             and not name.endswith("PreTrainedModel")
-            and "For" not in name
         ]
-        parts.sort(key=lambda cls: cls.__name__ != named)
+        # Named after the config first, then any that is no task head; a model that is only
+        # a task head (DepthAnythingForDepthEstimation) comes as that head.
+        parts.sort(key=lambda cls: (cls.__name__ != named, "For" in cls.__name__))
         if not parts:
             raise
         return parts[0](config)
