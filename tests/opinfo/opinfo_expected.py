@@ -168,9 +168,6 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     "empty_strided": {
         "*": ("random", "the op returns uninitialized memory: no export can equal eager"),
     },
-    "erfinv": {
-        "*": ("error", "no converter and no usable torch decomposition: aten::erfinv.default"),
-    },
     "exponential": {
         "*": ("error", "no converter and no usable torch decomposition: aten::rand_like.default"),
     },

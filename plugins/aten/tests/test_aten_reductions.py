@@ -101,6 +101,17 @@ def test_amax_amin(fn, data, shape, keepdim):
     assert_exports_like_eager(lambda t: fn(t, dim, keepdim), (x,), expect_ops=[f"aten::{fn.__name__}"])
 
 
+@given(data=st.data(), shape=shapes(min_side=0), form=st.sampled_from(["drawn", "all true", "one false"]))
+def test_is_all_true(data, shape, form):
+    # torch.distributions' argument check: all true, or one value false, matter most.
+    x = data.draw(tensors(shape, dtypes(["bool"])))
+    if form != "drawn":
+        x = torch.ones(x.shape, dtype=torch.bool)
+        if form == "one false" and x.numel():
+            x.view(-1)[data.draw(st.integers(0, x.numel() - 1))] = False
+    assert_exports_like_eager(lambda t: torch._is_all_true(t), (x,), expect_ops=["aten::_is_all_true"])
+
+
 @given(data=st.data(), shape=shapes(min_side=0), keepdim=st.booleans(), form=st.sampled_from(["all", "dim", "dims"]))
 def test_any(data, shape, keepdim, form):
     x = data.draw(tensors(shape, dtypes(ALL_DTYPES), low=-1, high=1))

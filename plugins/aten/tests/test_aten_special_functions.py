@@ -1,4 +1,4 @@
-"""erfc, exp2, hypot, logaddexp, logaddexp2, signbit against eager PyTorch, edge values included."""
+"""erfc, erfinv, exp2, hypot, logaddexp, logaddexp2, signbit against eager PyTorch, edge values included."""
 
 from __future__ import annotations
 
@@ -24,6 +24,24 @@ def test_erfc_in_float64_is_a_clear_error():
 
     with pytest.raises(UnsupportedArgumentError, match="no kernel"):
         assert_exports_like_eager(Unary(torch.special.erfc), (torch.randn(3, dtype=torch.float64),))
+
+
+@given(
+    x=tensors(shapes(max_rank=3), st.sampled_from([torch.float32, torch.float16, torch.int64]), low=-1.1, high=1.1),
+    edges=st.lists(st.sampled_from([1.0, -1.0, 0.0, 0.999999, -0.9999, 1e-30, 0.5, 1.5, float("nan")]), max_size=9),
+)
+def test_erfinv(x, edges):
+    # Gemma3n's MLP draws a Gaussian threshold with Normal.icdf, which is erfinv.
+    if edges and x.is_floating_point():
+        x = torch.cat([x.flatten(), torch.tensor(edges, dtype=x.dtype)])
+    assert_exports_like_eager(Unary(torch.erfinv), (x,), expect_ops={"aten::erfinv": "aten"})
+
+
+def test_erfinv_in_float64_is_a_clear_error():
+    from pt2onnx.errors import UnsupportedArgumentError
+
+    with pytest.raises(UnsupportedArgumentError, match="no kernel"):
+        assert_exports_like_eager(Unary(torch.erfinv), (torch.rand(3, dtype=torch.float64),))
 
 
 @pytest.mark.parametrize(("fn", "name"), [(torch.exp2, "aten::exp2"), (torch.special.exp2, "aten::special_exp2")])

@@ -189,6 +189,14 @@ def any_(op, self, dim=None, keepdim=False):
     return as_dtype(op, found, op.output_dtype)
 
 
+@converter("aten::_is_all_true.default")
+def is_all_true(op, self):
+    # torch.distributions validates its arguments with it (Gemma3n's MLP builds a Normal).
+    # No false value, counted: True for an empty tensor too.
+    falses = op.Cast(op.Not(as_dtype(op, self, D.BOOL)), to=D.INT64)
+    return op.Equal(_reduce(op, "ReduceSum", falses, axes(None, rank(self)), False), 0)
+
+
 def _along_one_dim(op, self, dim, keepdim):
     """``self`` and the axis to reduce; flattened for dim=None and for 0-d tensors."""
     if dim is None or rank(self) == 0:
