@@ -519,6 +519,9 @@ _SHRINK: dict[str, int] = {
     "head_dim": HEAD_DIM,
     "rotary_dim": HEAD_DIM,  # GPT-J, CodeGen: rotary over part of a head, at most all of it
     "reassemble_hidden_size": HIDDEN,  # DPT-like necks read the backbone at its width
+    **dict.fromkeys(["n_group", "num_group", "topk_group"], 1),  # expert groups of the 4 experts left
+    "num_kv_shared_layers": 0,  # Gemma3n: later layers reuse earlier ones' cache, not with 2 layers
+    "vocab_size_per_layer_input": VOCAB,  # Gemma3n's per-layer embeddings
     "vocab_size": VOCAB,
     **dict.fromkeys(["num_experts", "num_local_experts", "n_routed_experts"], 4),
     "num_experts_per_tok": 2,
