@@ -128,6 +128,14 @@ def test_div_scalar_of_a_fixed_tensor(mode):
     assert_exports_like_eager(fn, (x,), expect_ops=["aten::div"])
 
 
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_an_empty_tensor_by_a_divisor_that_casts_to_zero(mode):
+    # Found by test_div (seed 1769192062): int32's minimum, promoted to int8 beside the int8
+    # tensor, is 0; torch divides nothing, onnxruntime raised "Integer division by zero".
+    a, b = torch.zeros(0, dtype=torch.int8), torch.tensor(-(2**31), dtype=torch.int32)
+    assert_exports_like_eager(lambda x, y: torch.div(x, y, rounding_mode=mode), (a, b), expect_ops=["aten::div"])
+
+
 def test_floor_division_of_floats_rounds_like_torch():
     # floor(1 / 0.1) is 10, but torch (like Python) says 1 // 0.1 == 9.
     x = torch.tensor([1.0, -1.0, 7.5, 0.3], dtype=torch.float64)

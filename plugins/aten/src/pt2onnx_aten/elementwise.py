@@ -92,10 +92,17 @@ def _floor_divide_float(op, a, b):
     return op.Where(op.Equal(b, 0), op.Div(a, b), floor)
 
 
+def _nonzero(op, b):
+    # torch raises on an integer division by 0 wherever it divides something; onnxruntime
+    # raises even where nothing is divided (an empty tensor by a 0-d tensor that casts to 0).
+    zero = op.Equal(b, op.constant(0, b.dtype))
+    return op.Where(zero, op.constant(1, b.dtype), b)
+
+
 def _truncate_divide_int(op, a, b):
     """C's ``a / b``; ``min / -1`` wraps to ``min`` (a negation) instead of trapping."""
     by_minus_one = op.Equal(b, op.constant(-1, b.dtype))
-    safe = op.Where(by_minus_one, op.constant(1, b.dtype), b)
+    safe = op.Where(by_minus_one, op.constant(1, b.dtype), _nonzero(op, b))
     return op.Where(by_minus_one, op.Neg(a), op.Div(a, safe))
 
 
@@ -103,7 +110,7 @@ def _floor_divide_int(op, a, b):
     # torch's div_floor_integer: the truncated quotient, less one where the signs differ and
     # the division is not exact. (a - mod(a, b)) / b would be shorter, but a - mod overflows.
     quotient = _truncate_divide_int(op, a, b)
-    inexact = op.Not(op.Equal(op.Mod(a, b, fmod=1), op.constant(0, a.dtype)))
+    inexact = op.Not(op.Equal(op.Mod(a, _nonzero(op, b), fmod=1), op.constant(0, a.dtype)))
     signs_differ = op.Xor(op.Less(a, op.constant(0, a.dtype)), op.Less(b, op.constant(0, b.dtype)))
     return op.Where(op.And(inexact, signs_differ), op.Sub(quotient, op.constant(1, a.dtype)), quotient)
 
