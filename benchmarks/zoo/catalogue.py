@@ -488,6 +488,15 @@ def _diffusers_entries() -> list[Entry]:
 # -- transformers ---------------------------------------------------------------------
 
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, LAYERS, VOCAB = 32, 4, 2, 8, 2, 100
+_LAYER_COUNTS = (
+    "num_hidden_layers",
+    "num_layers",
+    "n_layer",
+    "n_layers",
+    "encoder_layers",
+    "decoder_layers",
+    "num_decoder_layers",
+)
 #: Config attribute -> its tiny value, set where the default config has the attribute.
 _SHRINK: dict[str, int] = {
     **dict.fromkeys(["hidden_size", "d_model", "n_embd", "embed_dim", "dim", "projection_dim"], HIDDEN),
@@ -503,18 +512,7 @@ _SHRINK: dict[str, int] = {
         ],
         2 * HIDDEN,
     ),
-    **dict.fromkeys(
-        [
-            "num_hidden_layers",
-            "num_layers",
-            "n_layer",
-            "n_layers",
-            "encoder_layers",
-            "decoder_layers",
-            "num_decoder_layers",
-        ],
-        LAYERS,
-    ),
+    **dict.fromkeys(_LAYER_COUNTS, LAYERS),
     **dict.fromkeys(
         ["num_attention_heads", "n_head", "n_heads", "encoder_attention_heads", "decoder_attention_heads", "num_heads"],
         HEADS,
@@ -553,7 +551,7 @@ def shrink_config(values: dict[str, Any]) -> dict[str, Any]:
     for key, value in values.items():
         if isinstance(value, dict) and "model_type" in value:
             overrides[key] = {**value, **shrink_config(value)}
-        elif backbone and _SHRINK.get(key) == LAYERS:
+        elif backbone and key in _LAYER_COUNTS:
             continue
         elif key in _SHRINK and isinstance(value, int) and not isinstance(value, bool):
             overrides[key] = min(value, _SHRINK[key]) if key != "head_dim" else _SHRINK[key]

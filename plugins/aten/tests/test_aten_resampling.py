@@ -192,29 +192,27 @@ def test_col2im(data, dtype, batched):
     _check(model, (x,), "aten::col2im")
 
 
-def test_float16_grid_sample_is_closer_to_exact_than_torchs():
+@pytest.mark.parametrize(
+    ("mode", "padding", "align_corners", "reach", "ours_below", "torchs_above"),
+    [
+        ("bilinear", "reflection", False, 2.0, 1e-3, 1e-2),
+        ("bicubic", "zeros", True, 1.2, 2e-3, 1e-2),  # 9.4e-4 and 1.8e-2
+    ],
+)
+def test_float16_grid_sample_is_closer_to_exact_than_torchs(
+    mode, padding, align_corners, reach, ours_below, torchs_above
+):
     """torch's CPU kernel computes float16 coordinates in float16; the export, in float32.
-    With coordinates out to +-2 (reflected), torch's result strays beyond float16's tolerance
+    With coordinates out to +-``reach``, torch's result strays beyond float16's tolerance
     from the exact one, the export's does not: OpInfo's grown sample lists it (LATER_FAILURES)."""
     torch.manual_seed(0)
-    x, grid = (torch.rand(3, 4, 6, 6) * 4 - 2).half(), (torch.rand(3, 6, 6, 2) * 4 - 2).half()
-    model = Call(lambda x, g: F.grid_sample(x, g, "bilinear", "reflection", False))
+    x, grid = (torch.rand(3, 4, 6, 6) * 4 - 2).half(), (torch.rand(3, 6, 6, 2) * 2 * reach - reach).half()
+    model = Call(lambda x, g: F.grid_sample(x, g, mode, padding, align_corners))
     exact = model(x.double(), grid.double())
     exported = export(model, (x, grid)).run(x, grid).double()
     eager = model(x, grid).double()
-    assert (exported - exact).abs().max() < 1e-3
-    assert (eager - exact).abs().max() > 1e-2
-
-
-def test_float16_bicubic_grid_sample_is_closer_to_exact_than_torchs():
-    torch.manual_seed(0)
-    x, grid = (torch.rand(3, 4, 6, 6) * 4 - 2).half(), (torch.rand(3, 6, 6, 2) * 2.4 - 1.2).half()
-    model = Call(lambda x, g: F.grid_sample(x, g, "bicubic", "zeros", True))
-    exact = model(x.double(), grid.double())
-    exported = export(model, (x, grid)).run(x, grid).double()
-    eager = model(x, grid).double()
-    assert (exported - exact).abs().max() < 2e-3  # 9.4e-4
-    assert (eager - exact).abs().max() > 1e-2  # 1.8e-2
+    assert (exported - exact).abs().max() < ours_below
+    assert (eager - exact).abs().max() > torchs_above
 
 
 def test_grid_sample_in_float64_below_opset_20_names_the_opset_that_runs_it():
