@@ -118,6 +118,41 @@ def test_a_type_registered_by_other_code_is_left_as_it_is():
     assert result.report.preparations == []
 
 
+class SumPair(torch.nn.Module):
+    def forward(self, pair):
+        return pair.first * pair.second
+
+
+def test_a_type_named_by_path_is_registered_once_its_module_is_imported(tmp_path, monkeypatch):
+    (tmp_path / "lazy_pairs.py").write_text(
+        "class LazyPair:\n    def __init__(self, first, second):\n        self.first, self.second = first, second\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "lazy_pairs", raising=False)
+    plugin = PairPlugin("lazy_pairs:LazyPair", input_names="{path}.{key}")
+    assert_exports_like_eager(torch.nn.ReLU(), (torch.randn(2, 3),), plugins=[plugin])
+    assert "lazy_pairs" not in sys.modules  # naming the type imported nothing
+
+    from lazy_pairs import LazyPair
+
+    result = assert_exports_like_eager(SumPair(), (LazyPair(torch.randn(3), torch.randn(3)),), plugins=[plugin])
+    assert result.input_names == ["pair.first", "pair.second"]
+    assert result.report.preparations == ["pytree lazy_pairs.LazyPair (pairs [argument])"]
+
+
+def test_a_type_path_naming_no_class_fails_the_export_naming_the_plugin():
+    with pytest.raises(
+        PluginError, match=r"plugin 'pairs': pytree type 'torch:NoSuchPair': module 'torch' has no class"
+    ):
+        pt2onnx.export(torch.nn.ReLU(), (torch.randn(2),), plugins=[PairPlugin("torch:NoSuchPair")])
+
+
+@pytest.mark.parametrize("path", ["torch.NoSuchPair", "torch:1st", ":Pair"])
+def test_a_malformed_type_path_is_refused(path):
+    with pytest.raises(PluginError, match=r"register.pytree takes a class or its path 'module:qualname'"):
+        pt2onnx.export(torch.nn.ReLU(), (torch.randn(2),), plugins=[PairPlugin(path)])
+
+
 def test_a_template_with_an_unknown_field_is_refused():
     with pytest.raises(PluginError, match=r"\{path\} and \{key\}"):
         pt2onnx.export(SwapPair(), (_pair(),), plugins=[PairPlugin(input_names="{arg}.{key}")])

@@ -154,6 +154,8 @@ def pt2onnx_register_capture_preparations(register: PreparationRegistrar) -> Non
       type, and running, verifying or saving the program flattens it again, after
       capture. The key entries the flatten returns name the ONNX inputs and outputs;
       the templates rename them (``"{path}.{key}"`` in, ``"present.{key}"`` out).
+      ``cls`` may be an import path, ``"module:qualname"``: registered by the first
+      export that finds the module imported, so the plugin need not import it.
     * ``register.patch(name, patch)``: ``patch(model)`` returns a context manager that
       replaces untraceable model code with a traceable equivalent while capture runs
       (under the capture lock), or None when the model does not need it.

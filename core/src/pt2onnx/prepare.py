@@ -31,6 +31,7 @@ from typing import Any
 import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 
+from .errors import PluginError
 from .interface.shapes import AUTO, resolve_dynamic_shapes
 from .registration import PytreeNode
 from .registry import Entry, Registry
@@ -40,14 +41,15 @@ __all__ = ["Preparation", "prepare_capture", "register_pytree_node", "register_p
 _registering = threading.Lock()
 
 
-def register_pytree_node(node: PytreeNode) -> bool:
-    """Register ``node.cls`` with torch's pytree, once per process; False if other code registered it first."""
+def register_pytree_node(node: PytreeNode, cls: type) -> bool:
+    """Register ``cls`` (``node``'s type, resolved) with torch's pytree, once per process; False if
+    other code registered it first."""
     with _registering:
-        existing = pytree.SUPPORTED_NODES.get(node.cls)
+        existing = pytree.SUPPORTED_NODES.get(cls)
         if existing is not None:
             return existing.unflatten_fn is node.unflatten
         pytree.register_pytree_node(
-            node.cls,
+            cls,
             lambda obj: _without_keys(node, obj),
             node.unflatten,
             serialized_type_name=node.serialized_type_name,
@@ -109,14 +111,26 @@ def register_pytrees(registry: Registry) -> dict[type, Entry]:
     """Register the plugins' pytree types with torch; the ones this session registered (or found), by type.
 
     Done before anything walks the example inputs (moving them to the meta device, converting
-    their dtype), so that the tensors inside a plugin's type (a cache) are reached too.
+    their dtype), so that the tensors inside a plugin's type (a cache) are reached too. A type
+    named by the path of a module not imported yet is left for a later export: nothing the
+    model takes or returns can be of it.
+
+    Raises:
+        PluginError: a plugin's type path names no class of its (imported) module.
     """
     pytrees: dict[type, Entry] = {}
     for entry in registry.preparations.values():
         if entry.winner.kind == "pytree":
             node: PytreeNode = entry.winner.data
-            if register_pytree_node(node):
-                pytrees[node.cls] = entry
+            try:
+                cls = node.resolve()
+            except TypeError as e:
+                raise PluginError(
+                    f"plugin {entry.winner.plugin!r}: {e}",
+                    hint=f"fix the path passed to register.pytree, or block the plugin with -p no:{entry.winner.plugin}",
+                ) from e
+            if cls is not None and register_pytree_node(node, cls):
+                pytrees[cls] = entry
     return pytrees
 
 

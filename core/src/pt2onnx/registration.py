@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -446,9 +447,12 @@ class PytreeNode:
     ``{path}`` replaced by where the container sits (``past_key_values``) and ``{key}``
     by the leaf's keys inside it joined by dots (``0.key``); None keeps pt2onnx's
     default names (``past_key_values_0_key`` in, ``past_key_values.0.key`` out).
+
+    ``cls`` is the type, or its import path ``"module:qualname"``, which :meth:`resolve`
+    looks up only once that module is imported.
     """
 
-    cls: type
+    cls: type | str
     flatten_with_keys: Callable[[Any], tuple[list[tuple[Any, Any]], Any]]
     unflatten: Callable[[Any, Any], Any]
     serialized_type_name: str
@@ -460,7 +464,28 @@ class PytreeNode:
     @property
     def name(self) -> str:
         """The registration's name: the type's ``module.qualname``."""
-        return f"{self.cls.__module__}.{self.cls.__qualname__}"
+        return _type_name(self.cls)
+
+    def resolve(self) -> type | None:
+        """The type; None while the module an import path names is not imported.
+
+        Until then no object of the type can exist, so no model input or output holds one:
+        a plugin that names its types by path never imports the library they come from.
+
+        Raises:
+            TypeError: the imported module has no type at that path.
+        """
+        if not isinstance(self.cls, str):
+            return self.cls
+        module_name, _, qualname = self.cls.partition(":")
+        found: Any = sys.modules.get(module_name)
+        if found is None:
+            return None
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+        if not isinstance(found, type):
+            raise TypeError(f"pytree type {self.cls!r}: module {module_name!r} has no class {qualname!r}")
+        return found
 
 
 class PreparationRegistrar(_Registrar):
@@ -468,7 +493,7 @@ class PreparationRegistrar(_Registrar):
 
     def pytree(
         self,
-        cls: type,
+        cls: type | str,
         flatten_with_keys: Callable[[Any], tuple[list[tuple[Any, Any]], Any]],
         unflatten: Callable[[Any, Any], Any],
         *,
@@ -481,6 +506,12 @@ class PreparationRegistrar(_Registrar):
     ) -> None:
         """Register the container type ``cls`` with ``torch.utils._pytree`` before capture.
 
+        ``cls`` is the type or its import path, ``"module:qualname"``
+        (``"transformers.cache_utils:DynamicCache"``): a type named by path is registered by
+        the first export that finds its module imported, so a plugin serving a library
+        does not import it (nor make every export pay for importing it). Its functions must
+        then be importable without that library too.
+
         The registration is made once per process, by the first export that loads the
         plugin, and stays: the exported program's input and output specs hold ``cls``,
         and running, verifying or saving it flattens ``cls`` again. ``serialized_type_name``
@@ -488,8 +519,14 @@ class PreparationRegistrar(_Registrar):
         ``torch.export.save`` writes. ``input_names``/``output_names`` name the leaves (see
         :class:`PytreeNode`). A type some other code already registered is left as it is.
         """
-        if not isinstance(cls, type):
-            raise TypeError(f"plugin {self.plugin!r}: register.pytree takes a class, got {cls!r}")
+        if isinstance(cls, str):
+            module_name, colon, qualname = cls.partition(":")
+            if not colon or not all(p.isidentifier() for p in [*module_name.split("."), *qualname.split(".")]):
+                raise ValueError(
+                    f"plugin {self.plugin!r}: register.pytree takes a class or its path 'module:qualname', got {cls!r}"
+                )
+        elif not isinstance(cls, type):
+            raise TypeError(f"plugin {self.plugin!r}: register.pytree takes a class or its path, got {cls!r}")
         for what, fn in (("flatten_with_keys", flatten_with_keys), ("unflatten", unflatten)):
             if not callable(fn):
                 raise TypeError(f"plugin {self.plugin!r}: pytree {what} for {cls.__qualname__} is not callable: {fn!r}")
@@ -500,7 +537,7 @@ class PreparationRegistrar(_Registrar):
             cls,
             flatten_with_keys,
             unflatten,
-            serialized_type_name or f"{cls.__module__}.{cls.__qualname__}",
+            serialized_type_name or _type_name(cls),
             to_dumpable_context,
             from_dumpable_context,
             input_names,
@@ -539,6 +576,11 @@ class PreparationRegistrar(_Registrar):
         if not callable(fn):
             raise TypeError(f"plugin {self.plugin!r}: {kind} {name!r} is not callable: {fn!r}")
         self._sink.registrations.append(Registration(name, kind, fn, self.plugin, self._sink.layer, override, data))
+
+
+def _type_name(cls: type | str) -> str:
+    """``module.qualname`` of a type or of its import path ``module:qualname``."""
+    return cls.replace(":", ".") if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _check_template(plugin: str, what: str, template: str) -> None:

@@ -25,6 +25,9 @@ optimum's three graphs with the cache, :func:`seq2seq_greedy_decode` decodes wit
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from pt2onnx.plugin import CustomOpRegistrar, PreparationRegistrar, hookimpl
 
 from . import moe
@@ -33,7 +36,9 @@ from .genai import export_genai_folder, genai_config, save_genai_folder
 from .generation import empty_cache, greedy_decode
 from .inputs import cache_argument, causal_lm_inputs, export_causal_lm
 from .seq2seq import Seq2SeqExport, export_seq2seq, seq2seq_greedy_decode
-from .static import buffers_cache, static_cache_inputs
+
+if TYPE_CHECKING:
+    from .static import buffers_cache, static_cache_inputs
 
 __all__ = [
     "Seq2SeqExport",
@@ -51,6 +56,18 @@ __all__ = [
     "seq2seq_greedy_decode",
     "static_cache_inputs",
 ]
+
+# Every export loads this plugin, so importing it must not import transformers: the names whose
+# modules subclass transformers' types are imported on first use.
+_LAZY = {"buffers_cache": ".static", "static_cache_inputs": ".static"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
 
 
 @hookimpl

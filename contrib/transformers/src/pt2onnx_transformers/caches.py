@@ -21,22 +21,18 @@ unflatten rather than flattened.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.utils._pytree as pytree
 from torch.export import Dim
-from transformers import cache_utils
-from transformers.cache_utils import (
-    Cache,
-    CacheLayerMixin,
-    DynamicCache,
-    EncoderDecoderCache,
-    LinearAttentionCacheLayerMixin,
-    StaticCache,
-)
 
 from pt2onnx.plugin import PreparationRegistrar
+
+# transformers is imported where a cache is at hand (so it is imported already), never when the
+# plugin loads: every export loads the plugin, and most exports are not of transformers models.
+if TYPE_CHECKING:
+    from transformers.cache_utils import Cache, EncoderDecoderCache
 
 __all__ = [
     "cache_dims",
@@ -64,13 +60,15 @@ _DERIVED = ("_sliding_window_tensor", "prefetch_stream", "device")
 
 def _slots(layer: Any) -> Iterator[tuple[str, str, Any]]:
     """``(name, attribute, index)`` of each tensor a layer holds; ``index`` is None for plain attributes."""
-    if isinstance(layer, CacheLayerMixin) or type(layer) is cache_utils.DummyLayer:
+    from transformers import cache_utils
+
+    if isinstance(layer, cache_utils.CacheLayerMixin) or type(layer) is cache_utils.DummyLayer:
         for attribute, name in _ATTENTION.items():
             if getattr(layer, attribute, None) is not None:
                 yield name, attribute, None
         if isinstance(layer, cache_utils.StaticLayer):
             yield "cumulative_length", "cumulative_length", None
-    if isinstance(layer, LinearAttentionCacheLayerMixin):
+    if isinstance(layer, cache_utils.LinearAttentionCacheLayerMixin):
         for attribute, name in _STATES.items():
             for index, value in getattr(layer, attribute).items():
                 if value is not None:
@@ -120,6 +118,8 @@ def _flatten_layer(layer: Any) -> tuple[dict[str, Any], tuple[Any, ...]]:
 
 
 def _unflatten_layer(tensors: dict[str, Any], context: tuple[Any, ...]) -> Any:
+    from transformers import cache_utils
+
     cls, static, slots = context
     layer = cls.__new__(cls)
     for attribute, value in static:
@@ -157,6 +157,8 @@ def flatten_cache(cache: Cache) -> tuple[list[tuple[pytree.KeyEntry, dict[str, A
 
 def unflatten_cache(children: Any, context: Any) -> Cache:
     """The cache ``flatten_cache`` took apart, holding ``children``' tensors as they are."""
+    from transformers import cache_utils
+
     cls, layers, rest = context
     cache = cls.__new__(cls)
     for attribute, value in rest:
@@ -188,6 +190,8 @@ def flatten_encoder_decoder(
 
 def unflatten_encoder_decoder(children: Any, context: Any) -> EncoderDecoderCache:
     """The ``EncoderDecoderCache`` ``flatten_encoder_decoder`` took apart."""
+    from transformers.cache_utils import EncoderDecoderCache
+
     own_context, cross_context, updated = context
     cache = EncoderDecoderCache.__new__(EncoderDecoderCache)
     # Any Cache: transformers' __init__ takes two of any kind (mypy infers DynamicCache from its other branch).
@@ -200,15 +204,21 @@ def unflatten_encoder_decoder(children: Any, context: Any) -> EncoderDecoderCach
 def register(register: PreparationRegistrar) -> None:
     """Register ``DynamicCache``, ``StaticCache`` and ``EncoderDecoderCache`` as pytree nodes.
 
-    Their layer types cover transformers' hybrid and state caches (sliding-window, linear
+    They are named by path: an export registers them once transformers is imported. Their layer types cover transformers' hybrid and state caches (sliding-window, linear
     attention, convolution, hybrid layers). Subclasses for speculative decoding
     (``MtpCache``, ``DFlashCache``) and model-specific ones are not registered: register
     one with :func:`flatten_cache` and :func:`unflatten_cache` in your own plugin.
     """
-    for cls in (DynamicCache, StaticCache):
-        register.pytree(cls, flatten_cache, unflatten_cache, input_names=INPUT_NAMES, output_names=OUTPUT_NAMES)
+    for cls in ("DynamicCache", "StaticCache"):
+        register.pytree(
+            f"transformers.cache_utils:{cls}",
+            flatten_cache,
+            unflatten_cache,
+            input_names=INPUT_NAMES,
+            output_names=OUTPUT_NAMES,
+        )
     register.pytree(
-        EncoderDecoderCache,
+        "transformers.cache_utils:EncoderDecoderCache",
         flatten_encoder_decoder,
         unflatten_encoder_decoder,
         input_names=INPUT_NAMES,
@@ -224,6 +234,8 @@ def cache_dims(cache: Cache | EncoderDecoderCache, dim: Callable[[str, int], Any
     batch and length dynamic (a static cache's length is fixed); states their batch; every
     other dim is ``Dim.AUTO`` (torch fixes heads and head sizes, as the model does).
     """
+    from transformers.cache_utils import EncoderDecoderCache, StaticCache
+
     if isinstance(cache, EncoderDecoderCache):
         own = cache_dims(cache.self_attention_cache, dim)
         cross = cache_dims(cache.cross_attention_cache, lambda name, size: dim(_cross(name), size))
