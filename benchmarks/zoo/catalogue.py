@@ -94,10 +94,6 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "differ by 0.429, both exporters' files match eager attention within 5e-7"
     ),
     ("transformers", "paligemma", "*", "openvino"): "as its onnxruntime run (torch.onnx's file too)",
-    ("transformers", "tipsv2_dpt", "*", "openvino"): (
-        "OpenVINO is up to 2.57 off on outputs reaching 206, with either exporter's file, where onnxruntime "
-        "is 4e-4 off and eager float32 3e-4 from float64: an OpenVINO difference, not yet reduced"
-    ),
 }
 
 

@@ -226,8 +226,9 @@ def test_grid_sample_in_float64_below_opset_20_names_the_opset_that_runs_it():
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 @given(data=st.data(), by_scale=st.booleans())
 def test_antialiased_interpolate(mode, data, by_scale):
-    # torchvision's Resize(antialias=True): down- and upscaling, by sizes or by scales.
-    # float32 only: torch has no half kernel, onnxruntime no float64 Resize (a clear error).
+    # torchvision's Resize(antialias=True): down- and upscaling, by sizes or by scales, of
+    # dynamic sizes (one Resize). float32 only: torch has no half kernel, onnxruntime no
+    # float64 Resize (a clear error).
     dtype = torch.float32
     # Output width 2 or more: torch's kernel is wrong for outputs one pixel wide (a clear error, below).
     sizes = [data.draw(st.integers(1, 12)), data.draw(st.integers(2, 12))]
@@ -242,10 +243,36 @@ def test_antialiased_interpolate(mode, data, by_scale):
     _check(model, (x,), f"aten::_upsample_{mode}2d_aa", opset=18)
 
 
-def test_antialiased_interpolate_with_align_corners_is_a_clear_error():
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@given(data=st.data(), by_scale=st.booleans(), align_corners=st.booleans(), dtype=dtypes(("float32", "float64")))
+def test_antialiased_interpolate_of_static_sizes_weighs_as_torch(mode, data, by_scale, align_corners, dtype):
+    # Static sizes resample by two MatMuls with torch's own weights, which OpenVINO runs
+    # right (it ignores Resize's antialias): align_corners, any scale and float64 export too.
+    sizes = [data.draw(st.integers(1, 12)), data.draw(st.integers(2, 12))]
+    x = data.draw(tensors((2, 2, *sizes), dtype, **INTERPOLATED))
+    if by_scale:
+        factors = [data.draw(st.sampled_from([0.5, 0.7, 1.0, 1.5, 2.0, 3.0])) for _ in range(2)]
+        if int(sizes[0] * factors[0]) < 1 or int(sizes[1] * factors[1]) < 2:
+            factors = [2.0, 2.0]
+        options = {"scale_factor": factors}
+    else:
+        options = {"size": [data.draw(st.integers(1, 12)), data.draw(st.integers(2, 12))]}
+    model = Call(lambda x: F.interpolate(x, mode=mode, antialias=True, align_corners=align_corners, **options))
+    result = _check(model, (x,), f"aten::_upsample_{mode}2d_aa", opset=18, dynamic=False)
+    assert "Resize" not in {n.op_type for n in result.model.graph}
+
+
+def test_antialiased_downsampling_of_large_static_sizes_keeps_resize():
+    # 96 x 64 pixels an axis: past the size where MatMuls cost more than Resize in onnxruntime.
+    model = Call(lambda x: F.interpolate(x, size=(64, 64), mode="bilinear", antialias=True))
+    result = _check(model, (torch.rand(1, 3, 96, 96),), "aten::_upsample_bilinear2d_aa", opset=18, dynamic=False)
+    assert "Resize" in {n.op_type for n in result.model.graph}
+
+
+def test_antialiased_interpolate_of_dynamic_sizes_with_align_corners_is_a_clear_error():
     model = Call(lambda x: F.interpolate(x, size=(3, 3), mode="bilinear", antialias=True, align_corners=True))
     with pytest.raises(UnsupportedArgumentError, match="align_corners=False"):
-        export(model, (torch.randn(1, 2, 8, 8),))
+        export(model, (torch.randn(1, 2, 8, 8),), dynamic_shapes="auto")
 
 
 def test_antialiased_resampling_to_one_pixel_wide_is_a_clear_error():
@@ -258,8 +285,8 @@ def test_antialiased_resampling_to_one_pixel_wide_is_a_clear_error():
         export(model, (x,))
 
 
-def test_antialiased_resampling_by_inexact_scales_is_a_clear_error():
+def test_antialiased_resampling_of_dynamic_sizes_by_inexact_scales_is_a_clear_error():
     # 0.7 of 3 rows is 2.1: torch maps by 0.7, the output has 2 rows.
     model = Call(lambda x: F.interpolate(x, scale_factor=(0.7, 1.5), mode="bilinear", antialias=True))
     with pytest.raises(UnsupportedArgumentError, match="scales other than output size / input size"):
-        export(model, (torch.randn(1, 2, 3, 4),))
+        export(model, (torch.randn(1, 2, 3, 4),), dynamic_shapes="auto")

@@ -75,7 +75,7 @@ def test_scan_body_takes_the_state_first_where_openvino_needs_it():
         if node.op_type in ("Add", "Mul"):
             assert (node.input[0], node.input[1]) not in {(s, state) for s in slices}, node
     openvino = pytest.importorskip("openvino")
-    # OpenVINO 2026.4 computes Mul(a_t, state) as a_t * a_t (docs/control_flow.md, "Known runtime issues").
+    # OpenVINO 2026.4 computes Mul(a_t, state) as a_t * a_t (docs/runtime_issues.md).
     core = openvino.Core()
     compiled = core.compile_model(core.read_model(result.model_proto.SerializeToString(), b""), "CPU")
     got = compiled({"a": a.numpy(), "b": b.numpy()})

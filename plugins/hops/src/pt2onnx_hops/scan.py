@@ -29,7 +29,7 @@ def _state_first(graph: ir.Graph, states: int) -> None:
 
     The same value (both ops commute, broadcasting included), in the order OpenVINO's CPU
     plugin computes right: in 2026.4 ``Mul(x_t, s)`` reads the state as the slice (Mamba's
-    ``a * state`` gave logits 4.77 off). docs/control_flow.md ("Known runtime issues").
+    ``a * state`` gave logits 4.77 off). docs/runtime_issues.md.
     """
     state, slices = set(graph.inputs[:states]), set(graph.inputs[states:])
     for node in graph:
