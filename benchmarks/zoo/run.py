@@ -617,15 +617,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         options.library.split(","), options.sample, options.seed, options.models.split(",") if options.models else ()
     )
     rows: list[dict[str, Any]] = []
+    package_versions = versions()
+    options.out.parent.mkdir(parents=True, exist_ok=True)
     for i, item in enumerate(chosen, 1):
         model_rows_ = run_model(item.library, item.name, exporters, modes, runtimes, options.timeout)
         rows += model_rows_
         summary = ", ".join(f"{r['exporter']}/{r['mode']}: {_short(r)}" for r in model_rows_)
         print(f"[{i}/{len(chosen)}] {item.library} {item.name} ({model_rows_[0]['model_s']} s): {summary}", flush=True)
-    options.out.parent.mkdir(parents=True, exist_ok=True)
-    record = {"command": command, "date": when, "versions": versions(), "rows": rows}
-    Path(f"{options.out}.json").write_text(json.dumps(record, indent=1) + "\n")
-    Path(f"{options.out}.md").write_text(markdown(rows, command, when, record["versions"]))
+        # Written after every model: a run of hours stopped early keeps the models it finished.
+        record = {"command": command, "date": when, "versions": package_versions, "rows": rows}
+        Path(f"{options.out}.json").write_text(json.dumps(record, indent=1) + "\n")
+        Path(f"{options.out}.md").write_text(markdown(rows, command, when, package_versions))
     print(f"wrote {options.out}.json and {options.out}.md")
 
 
