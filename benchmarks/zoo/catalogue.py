@@ -527,6 +527,8 @@ _SHRINK: dict[str, int] = {
     "num_experts_per_tok": 2,
     "max_source_positions": 32,  # audio encoders that fix their input length to twice this
 }
+#: Per-stage lists of a hierarchical backbone -> the most each stage keeps.
+_STAGE_LISTS: dict[str, int] = {"num_heads": HEADS, "depths": LAYERS}
 #: Special token ids at or above VOCAB are moved here, and input ids are drawn below it.
 _SPECIAL_BASE = VOCAB - 10
 
@@ -553,6 +555,10 @@ def shrink_config(values: dict[str, Any]) -> dict[str, Any]:
             continue
         elif key in _SHRINK and isinstance(value, int) and not isinstance(value, bool):
             overrides[key] = min(value, _SHRINK[key]) if key != "head_dim" else _SHRINK[key]
+        elif key in _STAGE_LISTS and isinstance(value, list) and value and all(type(v) is int for v in value):
+            # Per-stage heads and depths (Swin: [3, 6, 12, 24], [2, 2, 6, 2]): as many stages, each
+            # tiny, in powers of two, which divide the widths HIDDEN doubles to.
+            overrides[key] = [1 << (min(v, _STAGE_LISTS[key]).bit_length() - 1) if v > 0 else v for v in value]
         elif (
             not backbone and isinstance(value, list) and layers is not None and len(value) == layers and layers > LAYERS
         ):
