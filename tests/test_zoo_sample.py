@@ -130,3 +130,26 @@ def test_a_run_past_the_tolerance_passes_only_as_close_to_exact_as_eager_float32
         measured = result.get("numerics", "") if passes else result["status"]
         assert "from eager in float64, eager's own float32 run" in measured
     assert np.isfinite(result["max_abs_diff"])
+
+
+def test_the_sizes_a_dynamic_export_returns_are_compared_with_eagers_ints(tmp_path) -> None:
+    import torch
+    from benchmarks.zoo import run
+    from benchmarks.zoo.catalogue import Case
+
+    import pt2onnx
+
+    class WithSize(torch.nn.Module):
+        """Returns its input's width beside a tensor, as MaskFormer-Swin returns its stages' sizes."""
+
+        def forward(self, x):
+            return x * 2, (x.shape[-1],)
+
+    case = Case(WithSize(), (torch.randn(2, 5),))
+    check = run.Check(case, case.args, case.kwargs)
+    for dynamic, outputs in ((None, 1), ("auto", 2)):
+        path = tmp_path / f"{dynamic}.onnx"
+        pt2onnx.export(case.model, case.args, dynamic_shapes=dynamic, f=path, quiet=True)
+        result = run.check_runtime("onnxruntime", path, case, [check])
+        assert result["status"] == "pass", result
+        assert len(check.expected_for(run._run_onnxruntime(path, check.feeds))) == outputs
