@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from fresh_process import run_script
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +36,4 @@ SCRIPT = textwrap.dedent(
 
 
 def test_blocked_pack_leaves_the_builtin_exporter_as_it_was():
-    tests = Path(__file__).parent
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tests, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("as before")
+    assert run_script(SCRIPT).strip().endswith("as before")
