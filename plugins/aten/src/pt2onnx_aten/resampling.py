@@ -262,7 +262,9 @@ def upsample_antialiased(op, self, output_size, align_corners, *scales):
     if all(isinstance(n, int) for n in sizes):
         small = height * out_sizes[0] <= _WEIGHTS_UP_TO and width * out_sizes[1] <= _WEIGHTS_UP_TO
         if small or align_corners or not all(exact):
-            rows, columns = _antialiased_weights(op.node.target, *sizes, align_corners, scales)
+            rows, columns = _antialiased_weights(
+                op.node.target, height, width, out_sizes[0], out_sizes[1], align_corners, scales
+            )
             return compute(op, lambda x: _weighted(op, x, rows, columns), [self], op.output_dtype, FLOATS)
     if align_corners:
         raise op.unsupported(
