@@ -7,7 +7,8 @@ have one in the export with its label, and its score and box within what float32
 through a deep network moves them (the backbone's features already differ by ~1e-5
 relative). Faster R-CNN, RetinaNet, FCOS and SSDlite were checked on 4 images while writing
 this (seeds 1-4), and so were the boxes, labels and scores of Mask and Keypoint R-CNN at
-320 px; the test runs two. Masks and keypoints are compared too, with the two effects of
+320 px; the test runs the first two whose two-stage proposal cut float32 noise cannot cross
+(MIN_RPN_CUT_GAP). Masks and keypoints are compared too, with the two effects of
 float32 noise they amplify left out (assert_masks_match, assert_keypoints_match say which).
 """
 
@@ -150,15 +151,55 @@ def export_detector(name: str) -> tuple[torch.nn.Module, pt2onnx.ExportResult]:
     return model, result
 
 
-@pytest.mark.parametrize("name", MODELS)
-def test_detector_exports_with_a_dynamic_number_of_detections(name):
-    """Detections against eager's, and masks and keypoints where the model has them (the
-    keypoint patch on its own: test_the_capture_patch_computes_what_torchvision_does)."""
-    model, result = export_detector(name)
-    for seed in (1, 2):
-        image = scene(seed)
+#: The smallest gap between the last objectness a two-stage model's RPN keeps and the first it
+#: drops (its per-level top 1000) for an image to be compared. A proposal that float32 noise moves
+#: across that cut is rescored by the box head like any other and can become one of the 20
+#: detections: a gap of 9e-5 was crossed (Mask R-CNN, image 2, on one CPU at one thread), and
+#: the export then kept a detection eager had not proposed (score 0.976), both right.
+MIN_RPN_CUT_GAP = 3e-4
+
+
+def eager_with_rpn_cut_gap(model: torch.nn.Module, image: torch.Tensor) -> tuple[dict, float]:
+    """Eager's detections and the smallest gap at the RPN's top-n cuts (inf for one-stage models).
+
+    One-stage models' cuts drop candidates ranked far below the 20 detections kept, so float32
+    noise at them changes nothing kept; a two-stage model rescores every proposal it keeps.
+    """
+    rpn = getattr(model, "rpn", None)
+    gaps = [float("inf")]
+    if rpn is not None:
+        top_n = rpn._get_top_n_idx
+
+        def recording(objectness: torch.Tensor, num_anchors_per_level: list[int]) -> torch.Tensor:
+            keep = rpn.pre_nms_top_n()
+            for level in objectness.split(num_anchors_per_level, 1):
+                if level.shape[1] > keep:
+                    ranked = level.sort(1, descending=True).values
+                    gaps.append(float((ranked[:, keep - 1] - ranked[:, keep]).min()))
+            return top_n(objectness, num_anchors_per_level)
+
+        rpn._get_top_n_idx = recording
+    try:
         with torch.no_grad():
             eager = model([image])[0]
+    finally:
+        if rpn is not None:
+            del rpn._get_top_n_idx
+    return eager, min(gaps)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_detector_exports_with_a_dynamic_number_of_detections(name):
+    """Detections against eager's on the first two images whose RPN cut is clear of float32 noise
+    (MIN_RPN_CUT_GAP), and masks and keypoints where the model has them (the keypoint patch on
+    its own: test_the_capture_patch_computes_what_torchvision_does)."""
+    model, result = export_detector(name)
+    compared = []
+    for seed in range(1, 7):
+        image = scene(seed)
+        eager, gap = eager_with_rpn_cut_gap(model, image)
+        if gap < MIN_RPN_CUT_GAP:
+            continue
         assert len(set(eager["scores"].tolist())) == len(eager["scores"]) > 1, "the scores tie: the check is blind"
         got = result.run([image])[0]
         assert {key: torch.as_tensor(value).shape for key, value in got.items()} == {
@@ -170,6 +211,10 @@ def test_detector_exports_with_a_dynamic_number_of_detections(name):
             assert_masks_match(got, eager, pairs)
         if "keypoints" in eager:
             assert_keypoints_match(got, eager, pairs)
+        compared.append(seed)
+        if len(compared) == 2:
+            return
+    pytest.fail(f"only images {compared} of 6 have an RPN cut gap of {MIN_RPN_CUT_GAP} or more")
 
 
 class Postprocess(torch.nn.Module):
