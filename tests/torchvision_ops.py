@@ -19,6 +19,7 @@ Call it before the first ``import torchvision``::
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 from collections.abc import Callable
@@ -353,13 +354,34 @@ def _missing(name: str) -> Callable[..., None]:
     return kernel
 
 
+def _own_operators_load() -> bool:
+    """Whether torchvision's ``_C`` library loads here (it registers the real operators if so).
+
+    Asked before ``import torchvision``: defining the stand-ins first would clash with ``_C``'s
+    own definitions when it does load. A library that fails to load registers nothing.
+    """
+    if hasattr(torch.ops.torchvision, "nms"):
+        return True
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    library = next(Path(spec.submodule_search_locations[0]).glob("_C.*"), None)
+    if library is None:
+        return False
+    try:
+        torch.ops.load_library(str(library))
+    except OSError:
+        return False
+    return True
+
+
 def install() -> ModuleType:
     """Define ``torch.ops.torchvision`` with CPU kernels (once) and return the imported torchvision."""
     if SITE.is_dir() and str(SITE) not in sys.path:
         sys.path.append(str(SITE))
     if "torchvision" in sys.modules:
         return sys.modules["torchvision"]
-    if hasattr(torch.ops.torchvision, "nms"):  # a torchvision whose _C loads: nothing to stand in for
+    if _own_operators_load():  # nothing to stand in for
         import torchvision
 
         return torchvision
