@@ -62,7 +62,8 @@ def _slots(layer: Any) -> Iterator[tuple[str, str, Any]]:
     """``(name, attribute, index)`` of each tensor a layer holds; ``index`` is None for plain attributes."""
     from transformers import cache_utils
 
-    if isinstance(layer, cache_utils.CacheLayerMixin) or type(layer) is cache_utils.DummyLayer:
+    dummy = getattr(cache_utils, "DummyLayer", None)  # transformers 5.17 has none
+    if isinstance(layer, cache_utils.CacheLayerMixin) or (dummy is not None and type(layer) is dummy):
         for attribute, name in _ATTENTION.items():
             if getattr(layer, attribute, None) is not None:
                 yield name, attribute, None
