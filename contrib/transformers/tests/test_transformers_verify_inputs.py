@@ -68,12 +68,13 @@ def test_run_returns_the_cache_the_next_step_takes(result, llama):
     out = result.run(
         input_ids=prompt, attention_mask=torch.ones_like(prompt), cache=pt2onnx_transformers.empty_cache(result, 1)
     )
-    assert isinstance(out.cache, DynamicCache) and out.cache.get_seq_length() == 4
+    cache = getattr(out, cache_argument(llama))  # the output's field is named as the keyword
+    assert isinstance(cache, DynamicCache) and cache.get_seq_length() == 4
     with torch.no_grad():
         expected = llama(input_ids=prompt, use_cache=True)
     torch.testing.assert_close(out.logits, expected.logits, atol=1e-4, rtol=1e-4)
     token = out.logits[:, -1:].argmax(-1)
-    assert result.verify(input_ids=token, attention_mask=torch.ones(1, 5, dtype=torch.int64), cache=out.cache).ok
+    assert result.verify(input_ids=token, attention_mask=torch.ones(1, 5, dtype=torch.int64), cache=cache).ok
 
 
 def test_a_missing_input_is_one_line(result, step, llama):
