@@ -51,6 +51,19 @@ def is_transformers_model(model: Any) -> bool:
     return modeling is not None and isinstance(model, modeling.PreTrainedModel)
 
 
+def example_device(model: torch.nn.Module) -> torch.device:
+    """Where example inputs for ``model`` go: its weights' device (a model on a GPU takes GPU inputs).
+
+    The CPU for a model built on the meta device (exported with ``weights=``) or without weights.
+    """
+    tensor = next(iter(model.parameters()), None)
+    if tensor is None:
+        tensor = next(iter(model.buffers()), None)
+    if tensor is None or tensor.device.type == "meta":
+        return torch.device("cpu")
+    return tensor.device
+
+
 def _dims(maxima: dict[str, int] | None = None) -> Callable[[str, int], Any]:
     """``dim(name, size)``: one shared ``Dim(name)`` per name, bounded by ``maxima[name]`` where given;
     ``Dim.AUTO`` for sizes 0 and 1, which torch specializes."""
@@ -151,8 +164,9 @@ def causal_lm_inputs(
     config = cast("PreTrainedConfig", model.config)
     vocab = config.get_text_config(decoder=True).vocab_size
     generator = torch.Generator().manual_seed(seed)
-    past_ids = torch.randint(0, vocab, (batch, past_sequence_length), generator=generator)
-    ids = torch.randint(0, vocab, (batch, sequence_length), generator=generator)
+    device = example_device(model)
+    past_ids = torch.randint(0, vocab, (batch, past_sequence_length), generator=generator).to(device)
+    ids = torch.randint(0, vocab, (batch, sequence_length), generator=generator).to(device)
     layer_types, _ = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
     attention_only = set(layer_types) <= {"full_attention", "sliding_attention", "chunked_attention"}
     empty = DynamicCache() if attention_only else DynamicCache(config=config)
@@ -162,7 +176,7 @@ def causal_lm_inputs(
     else:
         with torch.no_grad():
             past = getattr(model(input_ids=past_ids, use_cache=True, **{cache: empty}), cache)
-    mask = torch.ones(batch, past_sequence_length + sequence_length, dtype=torch.int64)
+    mask = torch.ones(batch, past_sequence_length + sequence_length, dtype=torch.int64, device=device)
     return {"input_ids": ids, "attention_mask": mask, cache: past}
 
 

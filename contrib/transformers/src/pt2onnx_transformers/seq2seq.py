@@ -31,7 +31,7 @@ from torch.export import Dim
 import pt2onnx
 
 from .caches import cache_dims
-from .inputs import cache_argument, is_transformers_model
+from .inputs import cache_argument, example_device, is_transformers_model
 
 __all__ = ["Seq2SeqExport", "export_seq2seq", "seq2seq_greedy_decode"]
 
@@ -137,16 +137,18 @@ def export_seq2seq(
     if start is None:
         raise ValueError(f"{type(model).__name__} has no decoder_start_token_id in its config or generation_config")
     generator = torch.Generator().manual_seed(0)
+    device = example_device(model)
     dim = _dims()
     encoder = model.get_encoder()  # type: ignore[operator]
     speech = "input_features" in inspect.signature(encoder.forward).parameters  # Whisper's: mel frames, not tokens
     if speech:
         # Whisper's encoder takes exactly 2 * max_source_positions frames: only the batch is dynamic.
         features = torch.randn(batch, config.num_mel_bins, 2 * config.max_source_positions, generator=generator)
+        features = features.to(device, model.dtype)
         encoder_inputs: dict[str, Any] = {"input_features": features}
         encoder_shapes: dict[str, Any] = {"input_features": {0: dim("batch", batch)}}
     else:
-        ids = torch.randint(0, config.vocab_size, (batch, encoder_sequence_length), generator=generator)
+        ids = torch.randint(0, config.vocab_size, (batch, encoder_sequence_length), generator=generator).to(device)
         axes = {0: dim("batch", batch), 1: dim("encoder_sequence_length", encoder_sequence_length)}
         encoder_inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
         encoder_shapes = {"input_ids": axes, "attention_mask": axes}
@@ -157,7 +159,7 @@ def export_seq2seq(
     step = _Decoder(model, takes_mask=not speech).eval()
     states_axes = {0: dim("batch", batch), 1: dim("encoder_sequence_length", states.shape[1])}
     inputs: dict[str, Any] = {
-        "input_ids": torch.randint(0, config.vocab_size, (batch, sequence_length), generator=generator),
+        "input_ids": torch.randint(0, config.vocab_size, (batch, sequence_length), generator=generator).to(device),
         "encoder_hidden_states": states,
     }
     shapes: dict[str, Any] = {
@@ -165,12 +167,12 @@ def export_seq2seq(
         "encoder_hidden_states": states_axes,
     }
     if not speech:
-        inputs["encoder_attention_mask"] = torch.ones(batch, states.shape[1], dtype=torch.int64)
+        inputs["encoder_attention_mask"] = torch.ones(batch, states.shape[1], dtype=torch.int64, device=device)
         shapes["encoder_attention_mask"] = states_axes
     decoder = pt2onnx.export(step, (), inputs, dynamic_shapes=shapes, **export_options)
 
     with torch.no_grad():
-        past_ids = torch.randint(0, config.vocab_size, (batch, past_sequence_length), generator=generator)
+        past_ids = torch.randint(0, config.vocab_size, (batch, past_sequence_length), generator=generator).to(device)
         past = step(**{**inputs, "input_ids": past_ids})["present"]
     with_past = pt2onnx.export(
         step,
