@@ -136,3 +136,36 @@ def test_catalogue_example(example, tmp_path):
             runpy.run_path(str(script), run_name="__main__")
         messages = [str(w.message) for w in caught if w.category is expected]
         assert any(example["phrase"] in m for m in messages), [str(w.message) for w in caught]
+
+
+class SmallBatchesOnly(torch.nn.Module):
+    """Guards the batch as a CUDA kernel does (cuDNN's pooling: at most 65535; here 4)."""
+
+    def forward(self, x):
+        if x.shape[0] > 4:
+            raise ValueError("batch too large")
+        return x * 2
+
+
+@pytest.mark.parametrize("device", [None, torch.device("cuda", 0)])
+def test_a_size_guard_of_a_model_on_a_gpu_suggests_exporting_from_the_cpu(monkeypatch, device):
+    # No GPU here: the device the capture finds is stood in for; the device run (H200) raised
+    # this for the demo CNN on cuda:0 with a dynamic batch.
+    import pt2onnx.capture
+
+    monkeypatch.setattr(pt2onnx.capture, "_accelerator", lambda module, args, kwargs: device)
+    with pytest.raises(CaptureError) as info:
+        pt2onnx.export(SmallBatchesOnly(), (torch.randn(2, 3),), dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+    hint = str(info.value).split("what to do:", 1)[1]
+    assert "fix dynamic_shapes as torch's message above suggests" in hint
+    assert ("the model is on cuda:0" in hint and "on the CPU (model.cpu())" in hint) == (device is not None)
+
+
+def test_a_model_on_the_meta_device_is_not_taken_for_one_on_a_gpu():
+    # A checkpoint exported with weights= is built on the meta device: the CPU hint would be wrong.
+    import pt2onnx.capture
+
+    with torch.device("meta"):
+        model = torch.nn.Linear(2, 2)
+    assert pt2onnx.capture._accelerator(model, (torch.randn(1, 2),), {}) is None
+    assert pt2onnx.capture._accelerator(torch.nn.Linear(2, 2), (), {"x": [torch.randn(1, device="meta")]}) is None

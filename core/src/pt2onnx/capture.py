@@ -147,7 +147,20 @@ def user_frame(error: BaseException) -> tuple[str, bool] | None:
     return None
 
 
-def _hint(error: BaseException, strict: bool, modes_tried: set[bool], where: tuple[str, bool] | None) -> str:
+def _accelerator(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device | None:
+    """The first device other than the CPU (and meta) that the model's weights or inputs are on."""
+    inputs = (leaf for leaf in pytree.tree_leaves((args, kwargs)) if isinstance(leaf, torch.Tensor))
+    tensors = (*module.parameters(), *module.buffers(), *inputs)
+    return next((t.device for t in tensors if t.device.type not in ("cpu", "meta")), None)
+
+
+def _hint(
+    error: BaseException,
+    strict: bool,
+    modes_tried: set[bool],
+    where: tuple[str, bool] | None,
+    device: torch.device | None = None,
+) -> str:
     text = f"{type(error).__name__}: {error}"
     at = f" (at {where[0]})" if where else ""
     if "data-dependent" in text or "GuardOnDataDependentSymNode" in text:
@@ -161,7 +174,15 @@ def _hint(error: BaseException, strict: bool, modes_tried: set[bool], where: tup
             "torch._higher_order_ops.scan.scan(fn, init, xs, dim=..., reverse=...) or pass fallback=True"
         )
     if "Constraints violated" in text or "dynamic_shapes" in text or "Dim(" in text:
-        return "fix dynamic_shapes as torch's message above suggests (it names the dims and their relations)"
+        fix = "fix dynamic_shapes as torch's message above suggests (it names the dims and their relations)"
+        if device is None:
+            return fix
+        # Seen on an H200: cuDNN's pooling guards a batch <= 65535, memory-efficient attention
+        # a sequence in multiples of 8; the ONNX graph is the same from the CPU.
+        return (
+            f"the model is on {device}, whose kernels guard sizes the CPU's do not: export it with its "
+            f"inputs on the CPU (model.cpu()), the ONNX model is the same; or {fix}"
+        )
     if where is not None and where[1]:
         return (
             f"your model's code raised this at {where[0]}; check that the model runs eagerly on these "
@@ -177,13 +198,19 @@ def _hint(error: BaseException, strict: bool, modes_tried: set[bool], where: tup
     return f"non-strict tracing failed{at}; try strict=True, or simplify the failing Python code"
 
 
-def _capture_error(message: str, first: Exception, strict: bool, errors: list[tuple[bool, Exception]]) -> CaptureError:
+def _capture_error(
+    message: str,
+    first: Exception,
+    strict: bool,
+    errors: list[tuple[bool, Exception]],
+    device: torch.device | None = None,
+) -> CaptureError:
     # Non-strict errors first: their tracebacks hold the user's frames themselves.
     where = next((w for _, e in sorted(errors, key=lambda me: me[0]) if (w := user_frame(e)) is not None), None)
     tried = {mode for mode, _ in errors}
     if where is not None:
         message += f"\nin your code: {where[0]}"
-    return CaptureError(message, hint=_hint(first, strict, tried, where))
+    return CaptureError(message, hint=_hint(first, strict, tried, where, device))
 
 
 #: How many rounds of torch's suggested fixes a capture takes (a fix can reveal the next constraint).
@@ -422,7 +449,11 @@ def _capture_module(
         first: Exception = e
     if not fallback:
         raise _capture_error(
-            f"torch.export.export(strict={strict}) failed:\n{_first_lines(first)}", first, strict, [(strict, first)]
+            f"torch.export.export(strict={strict}) failed:\n{_first_lines(first)}",
+            first,
+            strict,
+            [(strict, first)],
+            _accelerator(module, args, kwargs),
         ) from first
     reason = _first_lines(first, 3)
     errors: list[tuple[str, bool, Exception]] = [(f"strict={strict}", strict, first)]
@@ -446,5 +477,9 @@ def _capture_module(
             return _captured(program, mode, f"{label} (fallback: strict={strict} failed)", reason, refined)
     details = "\n".join(f"{label}:\n{_first_lines(e)}" for label, _, e in errors)
     raise _capture_error(
-        f"torch.export.export failed in every mode.\n{details}", first, strict, [(m, e) for _, m, e in errors]
+        f"torch.export.export failed in every mode.\n{details}",
+        first,
+        strict,
+        [(m, e) for _, m, e in errors],
+        _accelerator(module, args, kwargs),
     ) from first
