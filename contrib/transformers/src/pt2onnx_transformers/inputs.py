@@ -56,7 +56,7 @@ def example_device(model: torch.nn.Module) -> torch.device:
 
     The CPU for a model built on the meta device (exported with ``weights=``) or without weights.
     """
-    tensor = next(iter(model.parameters()), None)
+    tensor: torch.Tensor | None = next(iter(model.parameters()), None)
     if tensor is None:
         tensor = next(iter(model.buffers()), None)
     if tensor is None or tensor.device.type == "meta":

@@ -144,7 +144,7 @@ def export_seq2seq(
     if speech:
         # Whisper's encoder takes exactly 2 * max_source_positions frames: only the batch is dynamic.
         features = torch.randn(batch, config.num_mel_bins, 2 * config.max_source_positions, generator=generator)
-        features = features.to(device, model.dtype)
+        features = features.to(device, next(encoder.parameters()).dtype)
         encoder_inputs: dict[str, Any] = {"input_features": features}
         encoder_shapes: dict[str, Any] = {"input_features": {0: dim("batch", batch)}}
     else:
