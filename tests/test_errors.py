@@ -169,3 +169,19 @@ def test_a_model_on_the_meta_device_is_not_taken_for_one_on_a_gpu():
         model = torch.nn.Linear(2, 2)
     assert pt2onnx.capture._accelerator(model, (torch.randn(1, 2),), {}) is None
     assert pt2onnx.capture._accelerator(torch.nn.Linear(2, 2), (), {"x": [torch.randn(1, device="meta")]}) is None
+
+
+def test_an_error_raised_inside_sympy_is_not_placed_in_sympy_as_the_users_code():
+    # torch's symbolic shapes raise sympy's NotImplementedError (torchvision's S3D with
+    # dynamic_shapes="auto"); the error named sympy/solvers/inequalities.py as "your code".
+    import sympy
+    from sympy.solvers.inequalities import solve_univariate_inequality
+
+    from pt2onnx.capture import user_frame
+
+    x = sympy.Symbol("x", real=True)
+    with pytest.raises(NotImplementedError) as info:
+        solve_univariate_inequality(sympy.Eq(sympy.floor(sympy.floor(x / 4) / 2) - 2, 0), x)
+    where, raised_there = user_frame(info.value)
+    assert where.startswith(f"{__file__}:") and "solve_univariate_inequality" in where
+    assert not raised_there

@@ -38,6 +38,7 @@ as ``Dim.AUTO``; ``Captured.refined`` lists them, and the report shows them.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 import sysconfig
@@ -99,10 +100,17 @@ def as_module(model: Any) -> torch.nn.Module:
     )
 
 
-# Frames of these directories are torch's, pt2onnx's or Python's own, never the user's code.
+# Frames of these directories are torch's (sympy is its symbolic-shape engine, found without
+# importing it), pt2onnx's or Python's own, never the user's code.
+_SYMPY = importlib.util.find_spec("sympy")
 _LIBRARY_DIRS = tuple(
     str(Path(p).resolve())
-    for p in (Path(torch.__file__).parent, Path(__file__).parent, sysconfig.get_paths()["stdlib"])
+    for p in (
+        Path(torch.__file__).parent,
+        *([Path(_SYMPY.origin).parent] if _SYMPY is not None and _SYMPY.origin else []),
+        Path(__file__).parent,
+        sysconfig.get_paths()["stdlib"],
+    )
 )
 _USER_CODE_FRAME = re.compile(
     r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)\n\s*(?P<code>.*)$', re.M
