@@ -103,14 +103,10 @@ def as_module(model: Any) -> torch.nn.Module:
 # Frames of these directories are torch's (sympy is its symbolic-shape engine, found without
 # importing it), pt2onnx's or Python's own, never the user's code.
 _SYMPY = importlib.util.find_spec("sympy")
+_SYMPY_DIRS = [Path(_SYMPY.origin).parent] if _SYMPY is not None and _SYMPY.origin is not None else []
 _LIBRARY_DIRS = tuple(
     str(Path(p).resolve())
-    for p in (
-        Path(torch.__file__).parent,
-        *([Path(_SYMPY.origin).parent] if _SYMPY is not None and _SYMPY.origin else []),
-        Path(__file__).parent,
-        sysconfig.get_paths()["stdlib"],
-    )
+    for p in (Path(torch.__file__).parent, *_SYMPY_DIRS, Path(__file__).parent, Path(sysconfig.get_paths()["stdlib"]))
 )
 _USER_CODE_FRAME = re.compile(
     r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)\n\s*(?P<code>.*)$', re.M
