@@ -184,3 +184,32 @@ def test_a_guard_python_cannot_read_is_dropped_so_the_example_is_never_refused()
     assert guards.guards == ["x_dim1 % 2 == 0"]
     assert guards.failure({"x_dim1": 8}) is None
     assert "x_dim1 % 2 == 0 fails at x_dim1 = 7" in (guards.failure({"x_dim1": 7}) or "")
+
+
+class LengthAsData(torch.nn.Module):
+    """Captures only with a static length, as S3D's pooling with dynamic frames and pixels
+    (there torch's symbolic shapes hand sympy an inequality it cannot solve)."""
+
+    def forward(self, x):
+        if isinstance(x.shape[1], torch.SymInt):
+            raise NotImplementedError("this model's length cannot be symbolic")
+        return x * x.shape[1]
+
+
+def test_auto_where_every_dim_dynamic_fails_keeps_the_batch_dynamic_and_says_why():
+    # fallback=False: TorchDynamo (strict=True) specializes the length instead of failing.
+    x = torch.randn(3, 5)
+    result = pt2onnx.export(LengthAsData(), (x,), dynamic_shapes="auto", fallback=False)
+    why = result.report.static_dims["x"][1]
+    assert why.startswith("kept at 5: with every dim dynamic the capture failed (")
+    assert "the batch dims (axis 0) kept dynamic" in why
+    assert 0 not in result.report.static_dims["x"]
+    other = torch.randn(7, 5)
+    torch.testing.assert_close(torch.as_tensor(result.run(other)), other * 5)
+    with pytest.raises(pt2onnx.errors.VerificationError, match="kept at 5"):
+        result.run(torch.randn(3, 6))
+
+
+def test_a_spec_the_user_gives_is_not_narrowed():
+    with pytest.raises(pt2onnx.errors.CaptureError, match="cannot be symbolic"):
+        pt2onnx.export(LengthAsData(), (torch.randn(3, 5),), dynamic_shapes={"x": {1: Dim("length")}}, fallback=False)

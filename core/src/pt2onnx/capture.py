@@ -32,7 +32,10 @@ chose, not the user), a capture that fails only because the model bounds a dim (
 position-embedding table of 128 rows) or ties dims together is retried with torch's own
 suggested fixes (ranges of named dims; a constant hands the dim to torch as ``Dim.AUTO``),
 or, where torch suggests none for a guard it cannot prove over a named range, with that dim
-as ``Dim.AUTO``; ``Captured.refined`` lists them, and the report shows them.
+as ``Dim.AUTO``; ``Captured.refined`` lists them, and the report shows them. Where the
+capture still fails, it is retried with only the batch dims (axis 0) dynamic, then with every
+dim static, and ``Captured.narrowed`` says why the other dims are static (torch's symbolic
+shapes cannot take every model: S3D's pooling sends sympy an inequality it cannot solve).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +80,9 @@ class Captured:
     fallback_reason: str | None = None
     #: torch's suggested fixes applied to the dynamic shapes (``refine=True``), as torch words them.
     refined: tuple[str, ...] = ()
+    #: Why dims were captured static that ``dynamic_shapes`` left dynamic (the fallback of
+    #: ``narrow=True``), or None when the capture took the shapes as given.
+    narrowed: str | None = None
 
 
 class _CallableModule(torch.nn.Module):
@@ -414,12 +420,14 @@ def capture(
     fallback: bool,
     around: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
     refine: bool = False,
+    narrow: bool = False,
 ) -> Captured:
     """Capture ``model`` with torch.export (or take a given ExportedProgram as is).
 
     ``around()`` is entered around every ``torch.export`` attempt, under :data:`tracing_lock`
     (the plugins' capture patches). ``refine``: apply torch's suggested fixes to
-    ``dynamic_shapes`` when the model constrains a dim (see the module's docstring).
+    ``dynamic_shapes`` when the model constrains a dim; ``narrow``: where the capture fails,
+    retry with fewer dynamic dims (see the module's docstring).
     """
     if isinstance(model, ExportedProgram):
         return Captured(model, None, "given ExportedProgram")
@@ -434,7 +442,33 @@ def capture(
         )
     kwargs = dict(kwargs or {})
     with tracing_lock, around(), keywords_as_parameters(module, kwargs):
-        return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback, refine)
+        try:
+            return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback, refine)
+        except CaptureError as error:
+            if not narrow:
+                raise
+            failure = error
+        for spec, kept in ((_batch_dims_only(dynamic_shapes), "the batch dims (axis 0)"), (None, "no dim")):
+            try:
+                captured = _capture_module(module, args, kwargs, spec, strict, fallback, refine)
+            except CaptureError:
+                continue
+            cause = failure.__cause__ or failure
+            first = next((line.strip() for line in str(cause).splitlines() if line.strip()), "")
+            why = f"with every dim dynamic the capture failed ({type(cause).__name__}: {first[:200]}); {kept} kept dynamic"
+            return replace(captured, narrowed=why)
+        raise failure
+
+
+def _batch_dims_only(dynamic_shapes: Any) -> Any:
+    """``dynamic_shapes`` with each tensor's spec (a dict of axes) cut to its axis 0."""
+    if isinstance(dynamic_shapes, dict) and dynamic_shapes and all(isinstance(k, int) for k in dynamic_shapes):
+        return {0: dynamic_shapes[0]} if 0 in dynamic_shapes else None
+    if isinstance(dynamic_shapes, dict):
+        return {key: _batch_dims_only(value) for key, value in dynamic_shapes.items()}
+    if isinstance(dynamic_shapes, (list, tuple)):
+        return type(dynamic_shapes)(_batch_dims_only(value) for value in dynamic_shapes)
+    return dynamic_shapes
 
 
 def _capture_module(

@@ -232,6 +232,7 @@ def export(
             fallback=fallback,
             around=preparation.around,
             refine=dynamic_shapes == AUTO,
+            narrow=dynamic_shapes == AUTO,
         )
         check_outputs(captured.program)
         prepared = preparation.applied(captured.program)
@@ -241,7 +242,7 @@ def export(
         f"{e.winner.kind} {e.winner.op} ({e.winner.plugin} [{e.winner.layer}])" for e in prepared
     ]
     if dynamic_shapes == AUTO and to_capture is not None:
-        export_report.static_dims = static_dims(captured.program, args, kwargs)
+        export_report.static_dims = static_dims(captured.program, args, kwargs, captured.narrowed)
 
     with export_report.phase("decompose"), progress.phase("decompose"), torch_internal_warnings_silenced():
         decomposed = decompose(captured.program, registry, force=decompose_all)

@@ -215,8 +215,11 @@ def _flat_keywords(dynamic_shapes: dict[str, Any], signature: inspect.Signature,
     return {**{k: v for k, v in dynamic_shapes.items() if k != catch_all}, **nested}
 
 
-def static_dims(program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, dict[int, str]]:
-    """For ``dynamic_shapes="auto"``: the input dims torch kept static, and why."""
+def static_dims(
+    program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[str, Any], narrowed: str | None = None
+) -> dict[str, dict[int, str]]:
+    """For ``dynamic_shapes="auto"``: the input dims torch kept static, and why (``narrowed``: the
+    capture's own reason, where it kept dims static after failing with every dim dynamic)."""
     fakes = captured_inputs(program)
     result: dict[str, dict[int, str]] = {}
     for input_name, leaf in user_inputs(program, args, kwargs).items():
@@ -229,6 +232,8 @@ def static_dims(program: ExportedProgram, args: tuple[Any, ...], kwargs: dict[st
             size = int(size)
             if size in (0, 1):
                 why = f"size {size}: torch specializes sizes 0 and 1 (give an example with a larger size)"
+            elif narrowed is not None:
+                why = f"kept at {size}: {narrowed}"
             else:
                 why = f"the model's code fixes it to {size} (torch specialized it while tracing)"
             result.setdefault(input_name, {})[axis] = why
