@@ -199,7 +199,8 @@ class LengthAsData(torch.nn.Module):
 def test_auto_where_every_dim_dynamic_fails_keeps_the_batch_dynamic_and_says_why():
     # fallback=False: TorchDynamo (strict=True) specializes the length instead of failing.
     x = torch.randn(3, 5)
-    result = pt2onnx.export(LengthAsData(), (x,), dynamic_shapes="auto", fallback=False)
+    with pytest.warns(pt2onnx.capture.CaptureFallbackWarning, match="the batch dims .axis 0. kept dynamic"):
+        result = pt2onnx.export(LengthAsData(), (x,), dynamic_shapes="auto", fallback=False)
     why = result.report.static_dims["x"][1]
     assert why.startswith("kept at 5: with every dim dynamic the capture failed (")
     assert "the batch dims (axis 0) kept dynamic" in why

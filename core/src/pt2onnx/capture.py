@@ -67,7 +67,8 @@ tracing_lock = threading.RLock()
 
 
 class CaptureFallbackWarning(UserWarning):
-    """Capture failed in the asked mode and succeeded in the other one."""
+    """Capture failed as asked and succeeded another way: in the other mode, or, for
+    ``dynamic_shapes="auto"``, with fewer dims dynamic."""
 
 
 @dataclass(frozen=True)
@@ -456,6 +457,13 @@ def capture(
             cause = failure.__cause__ or failure
             first = next((line.strip() for line in str(cause).splitlines() if line.strip()), "")
             why = f"with every dim dynamic the capture failed ({type(cause).__name__}: {first[:200]}); {kept} kept dynamic"
+            device = _accelerator(module, args, kwargs)
+            on_cpu = f" (the model is on {device}: exported from the CPU it may keep more)" if device else ""
+            warnings.warn(
+                f'dynamic_shapes="auto": {why}{on_cpu}; report.static_dims lists the static dims',
+                CaptureFallbackWarning,
+                stacklevel=3,
+            )
             return replace(captured, narrowed=why)
         raise failure
 
