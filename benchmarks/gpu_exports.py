@@ -77,21 +77,27 @@ def resnet(dtype: torch.dtype) -> Callable[[], Built]:
     return build
 
 
+def tiny_llama(**options: Any) -> torch.nn.Module:
+    """A two-layer Llama with grouped-query attention, random weights (seed 0), on the CPU."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=128,
+        **options,
+    )
+    return transformers.LlamaForCausalLM(config).eval()
+
+
 def llama(attention: str = "sdpa", dtype: torch.dtype = torch.float32, dynamic: bool = False) -> Callable[[], Built]:
     def build() -> Built:
-        import transformers
 
-        torch.manual_seed(0)
-        config = transformers.LlamaConfig(
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            vocab_size=128,
-            attn_implementation=attention,
-        )
-        model = transformers.LlamaForCausalLM(config).eval().to(cuda, dtype)
+        model = tiny_llama(attn_implementation=attention).to(cuda, dtype)
         ids = torch.randint(0, 128, (2, 7), device=cuda)
         options = {"dynamic_shapes": "auto"} if dynamic else {}
         return model, (), {"input_ids": ids, "attention_mask": torch.ones_like(ids), "use_cache": False}, options
@@ -112,22 +118,12 @@ def bert() -> Built:
 
 
 def causal_lm_with_cache() -> None:
-    import transformers
 
     from pt2onnx_transformers import empty_cache, export_causal_lm
 
     start = time.perf_counter()
     try:
-        torch.manual_seed(0)
-        config = transformers.LlamaConfig(
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            vocab_size=128,
-        )
-        model = transformers.LlamaForCausalLM(config).eval().to(cuda)
+        model = tiny_llama().to(cuda)
         result = export_causal_lm(model, quiet=True)
         ids = torch.randint(0, 128, (1, 6), device=cuda)
         with torch.no_grad():
