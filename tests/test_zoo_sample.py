@@ -153,3 +153,15 @@ def test_the_sizes_a_dynamic_export_returns_are_compared_with_eagers_ints(tmp_pa
         result = run.check_runtime("onnxruntime", path, case, [check])
         assert result["status"] == "pass", result
         assert len(check.expected_for(run._run_onnxruntime(path, check.feeds))) == outputs
+
+
+def test_a_shrunk_mamba2_config_keeps_its_heads_tiling_the_expanded_width():
+    # Mamba2's config validator requires hidden_size * expand == num_heads * head_dim: the
+    # generic head_dim the zoo gives attention models broke it, and the type never built.
+    from benchmarks.zoo.catalogue import shrink_config
+    from transformers import Mamba2Config
+
+    full = Mamba2Config().to_dict()
+    config = Mamba2Config(**{**full, **shrink_config(full)})
+    assert config.hidden_size * config.expand == config.num_heads * config.head_dim
+    assert config.hidden_size < full["hidden_size"] and config.num_hidden_layers < full["num_hidden_layers"]

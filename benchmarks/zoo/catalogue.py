@@ -568,6 +568,15 @@ def shrink_config(values: dict[str, Any]) -> dict[str, Any]:
         elif key.endswith(("_token_id", "_token_index")) and isinstance(value, int) and value >= VOCAB:
             overrides[key] = special
             special += 1
+    if all(isinstance(values.get(k), int) for k in ("expand", "num_heads", "head_dim", "hidden_size")):
+        # Mamba2's heads tile the expanded width (its config checks hidden_size * expand ==
+        # num_heads * head_dim), in as many state groups as divide them.
+        width = overrides.get("hidden_size", values["hidden_size"]) * values["expand"]
+        heads = overrides.get("num_heads", values["num_heads"])
+        if width % heads == 0:
+            overrides["head_dim"] = width // heads
+        if isinstance(values.get("n_groups"), int):
+            overrides["n_groups"] = 1
     return overrides
 
 
