@@ -1,8 +1,9 @@
-"""Encoder-decoder models exported as optimum's three graphs decode as ``model.generate`` does.
+"""Encoder-decoder models exported as optimum's graphs decode as ``model.generate`` does.
 
 Each tiny model is exported once (:func:`export_seq2seq`); its greedy decoding in onnxruntime
-(:func:`seq2seq_greedy_decode`) must give generate()'s tokens on two inputs of other sizes than the
-export's, and every graph must match eager PyTorch at yet other sizes.
+(:func:`seq2seq_greedy_decode`), through the two decoder graphs and through the merged one, must
+give generate()'s tokens on two inputs of other sizes than the export's, and every graph must match
+eager PyTorch at yet other sizes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 from tiny_models import SEQ2SEQ, causal_lm, seq2seq
 
 from pt2onnx_transformers.cli import main
+from pt2onnx_transformers.merged import USE_CACHE_BRANCH, merge_decoders
 from pt2onnx_transformers.seq2seq import Seq2SeqExport, export_seq2seq, seq2seq_greedy_decode
 
 pytestmark = pytest.mark.slow
@@ -60,9 +62,14 @@ def test_greedy_tokens_match_generate(name, length, seed):
         expected = model.generate(
             **source, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False, num_beams=1
         )
+    merged = seq2seq_greedy_decode(
+        exported, inputs, NEW_TOKENS, attention_mask=source.get("attention_mask"), merged=True
+    )
     if name == "whisper":
-        got = got[:, 1:]  # Whisper's generate() leaves its decoder start token out
+        # Whisper's generate() leaves its decoder start token out
+        got, merged = got[:, 1:], merged[:, 1:]
     assert got.tolist() == expected.tolist()
+    assert merged.tolist() == expected.tolist()
 
 
 @pytest.mark.parametrize("name", sorted(SEQ2SEQ))
@@ -105,6 +112,7 @@ def test_save_writes_optimum_files_with_named_dims(tmp_path):
     exported.save(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "decoder_model.onnx",
+        "decoder_model_merged.onnx",
         "decoder_with_past_model.onnx",
         "encoder_model.onnx",
     ]
@@ -114,6 +122,41 @@ def test_save_writes_optimum_files_with_named_dims(tmp_path):
     assert dims["encoder_hidden_states"] == ["batch", "encoder_sequence_length", 64]
     assert dims["past_key_values.0.decoder.key"] == ["batch", 4, "past_sequence_length", 16]
     assert dims["past_key_values.0.encoder.key"] == ["batch", 4, "encoder_sequence_length", 16]
+
+
+def test_the_merged_decoder_takes_the_past_graphs_inputs_and_holds_the_weights_once(tmp_path):
+    _, exported = _exported("bart")
+    written = exported.save(tmp_path)
+    assert written[-1] == tmp_path / "decoder_model_merged.onnx"
+    onnx.checker.check_model(str(tmp_path / "decoder_model_merged.onnx"), full_check=True)
+    merged = onnx.load(tmp_path / "decoder_model_merged.onnx").graph
+    with_past = onnx.load(tmp_path / "decoder_with_past_model.onnx").graph
+    assert [v.name for v in merged.input] == [v.name for v in with_past.input] + [USE_CACHE_BRANCH]
+    assert [v.name for v in merged.output] == [v.name for v in with_past.output]
+    assert [n.op_type for n in merged.node] == ["If"]
+    first = onnx.load(tmp_path / "decoder_model.onnx").graph
+
+    def weights(graph: onnx.GraphProto) -> dict[str, int]:
+        return {t.name: len(t.raw_data) for t in graph.initializer}
+
+    # One copy of each weight: the two graphs' weights by name, each once (the first step's own
+    # cross-attention projections included), not the two sets side by side.
+    union = {**weights(first), **weights(with_past)}
+    assert weights(merged).keys() >= {name for name, size in union.items() if size > 1024}
+    assert sum(weights(merged).values()) < 1.01 * sum(union.values())
+
+
+def test_decoders_that_are_not_two_steps_of_one_model_do_not_merge():
+    _, t5 = _exported("t5")
+    _, whisper = _exported("whisper")
+    with pytest.raises(ValueError, match=r"inputs \['attention_mask'\] are not inputs of the with-past graph"):
+        merge_decoders(t5.encoder.model, t5.decoder_with_past.model)
+    with pytest.raises(ValueError, match=r"\['encoder_attention_mask'\] are not inputs"):
+        merge_decoders(t5.decoder.model, whisper.decoder_with_past.model)
+    fewer = t5.decoder.model.clone()
+    fewer.graph.outputs.pop()
+    with pytest.raises(ValueError, match="the two decoder graphs return different outputs"):
+        merge_decoders(fewer, t5.decoder_with_past.model)
 
 
 def test_decoding_stops_at_the_end_token_as_generate_does():
@@ -130,11 +173,12 @@ def test_decoding_stops_at_the_end_token_as_generate_does():
 
 
 @pytest.mark.parametrize("name", ["bart", "whisper"])
-def test_the_cli_writes_the_three_graphs_of_a_checkpoint(name, tmp_path, capsys):
+def test_the_cli_writes_the_graphs_of_a_checkpoint(name, tmp_path, capsys):
     model = seq2seq(name)
     model.save_pretrained(tmp_path / name)
     assert main(["seq2seq", str(tmp_path / name), "-o", str(tmp_path / "onnx")]) == 0
-    assert "decoder_with_past_model.onnx" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "decoder_with_past_model.onnx" in out and "decoder_model_merged.onnx: If over" in out
     encoder = ort.InferenceSession(str(tmp_path / "onnx" / "encoder_model.onnx"))
     if name == "whisper":
         features = torch.randn(1, 80, 64, generator=torch.Generator().manual_seed(0))
@@ -148,7 +192,7 @@ def test_the_cli_writes_the_three_graphs_of_a_checkpoint(name, tmp_path, capsys)
             expected = model.get_encoder()(input_ids=ids).last_hidden_state
     (hidden,) = encoder.run(["last_hidden_state"], feeds)
     np.testing.assert_allclose(hidden, expected.numpy(), rtol=1e-3, atol=1e-3)
-    for graph in ("decoder_model", "decoder_with_past_model"):
+    for graph in ("decoder_model", "decoder_with_past_model", "decoder_model_merged"):
         assert (tmp_path / "onnx" / f"{graph}.onnx").is_file()
 
 

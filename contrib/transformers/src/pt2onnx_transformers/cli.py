@@ -36,6 +36,7 @@ from pt2onnx.errors import CaptureError, Pt2OnnxError, VerificationError
 from .checkpoint import empty_causal_lm, is_checkpoint, on_meta
 from .genai import CONFIG_FILE, save_genai_folder
 from .inputs import causal_lm_inputs, export_causal_lm
+from .merged import USE_CACHE_BRANCH
 from .seq2seq import export_seq2seq
 from .static import StaticCacheLM, static_cache_inputs
 
@@ -103,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     lm.add_argument("--verify", action="store_true", help="run a decoding step in onnxruntime and compare with eager")
     lm.add_argument("--report", action="store_true", help="print the export report")
     s2s = sub.add_parser(
-        "seq2seq", help="an encoder-decoder model: encoder, decoder and decoder-with-past graphs (optimum's files)"
+        "seq2seq",
+        help="an encoder-decoder model: encoder, decoder, decoder-with-past and merged decoder graphs (optimum's files)",
     )
     s2s.add_argument("model", metavar="MODEL", help="checkpoint directory, Hub id, or directory with a config.json")
     s2s.add_argument("-o", "--output", required=True, metavar="FOLDER", help="the folder the three graphs go in")
@@ -229,6 +231,10 @@ def _seq2seq(args: argparse.Namespace) -> int:
         print(
             f"saved {Path(args.output) / name}.onnx: {len(result.model.graph)} nodes; inputs: {', '.join(result.input_names)}"
         )
+    print(
+        f"saved {Path(args.output) / 'decoder_model_merged'}.onnx: If over the two decoder graphs; "
+        f"inputs: decoder_with_past_model's and {USE_CACHE_BRANCH}"
+    )
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Encoder-decoder models (T5, BART, Marian, Pegasus, Whisper) as the three graphs optimum exports.
+"""Encoder-decoder models (T5, BART, Marian, Pegasus, Whisper) as the graphs optimum exports.
 
 * ``encoder_model.onnx``: ``input_ids``, ``attention_mask`` (Whisper: ``input_features``) ->
   ``last_hidden_state``;
@@ -9,29 +9,35 @@
 * ``decoder_with_past_model.onnx``, every later step: the same inputs and
   ``past_key_values.{i}.decoder.*`` and ``past_key_values.{i}.encoder.*`` (the previous step's
   ``present``) -> the same outputs; the self-attention keys grow by the new tokens, the
-  cross-attention ones are returned as they came.
+  cross-attention ones are returned as they came;
+* ``decoder_model_merged.onnx``: both decoder graphs as the branches of an ``If`` on a
+  ``use_cache_branch`` input, over one copy of the weights (:mod:`.merged`).
 
-Two decoder graphs, not optimum's merged one: whether a layer's cross-attention keys are computed or
-read from the cache is ``EncoderDecoderCache.is_updated``, a Python flag (the cache's pytree context),
-so one captured graph does one or the other. Each graph runs only what its step needs (no ``If``).
+Two decoder captures: whether a layer's cross-attention keys are computed or read from the cache
+is ``EncoderDecoderCache.is_updated``, a Python flag (the cache's pytree context), so one captured
+graph does one or the other.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx_ir as ir
+import onnxruntime as ort
 import torch
 from torch.export import Dim
 
 import pt2onnx
 
+from . import merged
 from .caches import cache_dims
 from .inputs import cache_argument, example_device, is_transformers_model
+from .merged import USE_CACHE_BRANCH
 
 __all__ = ["Seq2SeqExport", "export_seq2seq", "seq2seq_greedy_decode"]
 
@@ -92,16 +98,31 @@ class Seq2SeqExport:
     decoder: pt2onnx.ExportResult
     decoder_with_past: pt2onnx.ExportResult
     decoder_start_token_id: int
+    _merged: ir.Model | None = field(default=None, init=False, repr=False)
+    _merged_session: ort.InferenceSession | None = field(default=None, init=False, repr=False)
+
+    def merged_decoder(self) -> ir.Model:
+        """``decoder_model_merged.onnx``: both decoder graphs behind an ``If`` on ``use_cache_branch``
+        (made once; :func:`~pt2onnx_transformers.merged.merge_decoders`)."""
+        if self._merged is None:
+            self._merged = merged.merge_decoders(self.decoder.model, self.decoder_with_past.model)
+        return self._merged
+
+    def merged_session(self) -> ort.InferenceSession:
+        """An onnxruntime session of :meth:`merged_decoder` (made once)."""
+        if self._merged_session is None:
+            self._merged_session = merged.session(self.merged_decoder())
+        return self._merged_session
 
     def save(self, folder: str | os.PathLike[str]) -> list[Path]:
-        """Write ``encoder_model.onnx``, ``decoder_model.onnx`` and ``decoder_with_past_model.onnx`` into
-        ``folder`` (made if missing); returns the files written."""
+        """Write ``encoder_model.onnx``, ``decoder_model.onnx``, ``decoder_with_past_model.onnx`` and
+        ``decoder_model_merged.onnx`` into ``folder`` (made if missing); returns the files written."""
         path = Path(folder)
         path.mkdir(parents=True, exist_ok=True)
         written = []
         for name, result in self.graphs().items():
             written += result.save(path / f"{name}.onnx")
-        return written
+        return written + merged.save_model(self.merged_decoder(), path / "decoder_model_merged.onnx")
 
     def graphs(self) -> dict[str, pt2onnx.ExportResult]:
         """The graphs by their file names (without ``.onnx``), as optimum names them."""
@@ -198,6 +219,7 @@ def seq2seq_greedy_decode(
     attention_mask: torch.Tensor | None = None,
     eos_token_id: int | None = None,
     pad_token_id: int = 0,
+    merged: bool = False,
 ) -> torch.Tensor:
     """The decoder start token and up to ``max_new_tokens`` tokens, each the argmax of the last logits,
     decoded in onnxruntime as ``model.generate(inputs, do_sample=False, num_beams=1)`` decodes them.
@@ -206,7 +228,8 @@ def seq2seq_greedy_decode(
     speech model's ``input_features``. The encoder runs once; the first step runs ``decoder_model``,
     every later one ``decoder_with_past_model`` with the previous step's ``present`` as its past. With
     ``eos_token_id``, a sequence that produced it gets ``pad_token_id`` after it, and decoding stops
-    when every sequence has.
+    when every sequence has. With ``merged``, every step runs ``decoder_model_merged`` instead, as
+    optimum runs it: ``use_cache_branch`` false and a past of length 1 (zeros, unread) first.
     """
     if "input_features" in exported.encoder.input_names:
         encoder_feeds = {"input_features": inputs.numpy()}
@@ -222,8 +245,13 @@ def seq2seq_greedy_decode(
     tokens = np.full((batch, 1), exported.decoder_start_token_id, dtype=np.int64)
     done = np.zeros(batch, dtype=bool)
     graph = exported.decoder
+    step = _run
+    if merged:
+        feeds.update(_first_past(exported.decoder_with_past, batch))
+        feeds[USE_CACHE_BRANCH] = np.array([False])
+        step = _merged_step(exported)
     for _ in range(max_new_tokens):
-        outputs = _run(graph, {**feeds, "input_ids": tokens[:, -1:]})
+        outputs = step(graph, {**feeds, "input_ids": tokens[:, -1:]})
         next_ids = outputs["logits"][:, -1].argmax(-1).astype(np.int64)
         if eos_token_id is not None:
             next_ids = np.where(done, pad_token_id, next_ids)
@@ -238,5 +266,27 @@ def seq2seq_greedy_decode(
                 if n.startswith(PRESENT_PREFIX)
             }
         )
+        feeds[USE_CACHE_BRANCH] = np.array([True])
         graph = exported.decoder_with_past
     return torch.from_numpy(tokens)
+
+
+def _first_past(with_past: pt2onnx.ExportResult, batch: int) -> dict[str, np.ndarray]:
+    """The merged decoder's past inputs for its first step, which its no-past branch never reads:
+    zeros of the batch and one position (optimum's choice)."""
+    past = {}
+    for value in with_past.model.graph.inputs:
+        if value.name and value.name.startswith(PAST_PREFIX) and value.shape is not None:
+            dims = [batch if i == 0 else d if isinstance(d, int) else 1 for i, d in enumerate(value.shape)]
+            past[value.name] = np.zeros(dims, dtype=value.dtype.numpy() if value.dtype else np.float32)
+    return past
+
+
+def _merged_step(exported: Seq2SeqExport) -> Any:
+    def run(graph: pt2onnx.ExportResult, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        session = exported.merged_session()
+        names = [o.name for o in session.get_outputs()]
+        wanted = {i.name for i in session.get_inputs()}
+        return dict(zip(names, session.run(names, {k: v for k, v in feeds.items() if k in wanted})))
+
+    return run
