@@ -127,6 +127,14 @@ def test_any(data, shape, keepdim, form):
     assert_exports_like_eager(model, (x,), expect_ops=[expected])
 
 
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_any_over_a_list_of_dims(keepdim):
+    # test_any's draws may leave aten::any.dims without a witness (empty or one-valued inputs): this
+    # input has one, so the overload is proven whatever they drew.
+    x = torch.tensor([[[0.0, 0.5], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]], [[-2.0, 0.0], [0.0, 1.0]]])
+    assert_exports_like_eager(lambda t: aten.any.dims(t, [0, 2], keepdim), (x,), expect_ops=["aten::any.dims"])
+
+
 @pytest.mark.parametrize("fn", [torch.argmax, torch.argmin], ids=["argmax", "argmin"])
 @given(data=st.data(), shape=shapes(), keepdim=st.booleans(), all_dims=st.booleans())
 def test_argmax_argmin(fn, data, shape, keepdim, all_dims):
