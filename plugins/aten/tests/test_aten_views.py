@@ -28,6 +28,17 @@ def test_transpose(data, x):
     assert_exports_like_eager(Fn(lambda t: t.transpose(a, b)), (x,), expect_ops=["aten::transpose.int"])
 
 
+@given(
+    data=st.data(),
+    x=tensors(shapes(min_rank=1, max_rank=4, min_side=0), DTYPES),
+    name=st.sampled_from(["swapaxes", "swapdims"]),
+)
+def test_swapaxes(data, x, name):
+    # Kept whole by torch.export (MaxViT's attention): without a converter the program is re-traced.
+    a, b = data.draw(dims(x.dim())), data.draw(dims(x.dim()))
+    assert_exports_like_eager(Fn(lambda t: getattr(t, name)(a, b)), (x,), expect_ops=[f"aten::{name}.default"])
+
+
 def test_transpose_of_a_0d_tensor():
     # Thorough OpInfo: transpose_copy(scalar, 0, 0) failed in the converter (an empty perm).
     assert_exports_like_eager(Fn(lambda t: torch.transpose_copy(t, 0, -1)), (torch.tensor(2.5),))

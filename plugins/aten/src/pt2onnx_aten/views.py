@@ -24,7 +24,7 @@ def permute(op, self, dims):
     return op.Transpose(self, perm=perm)
 
 
-@converter("aten::transpose.int")
+@converter("aten::transpose.int", "aten::swapaxes.default", "aten::swapdims.default")
 def transpose(op, self, dim0, dim1):
     rank = op.rank_of(self)
     a, b = normalize_dim(dim0, rank), normalize_dim(dim1, rank)
