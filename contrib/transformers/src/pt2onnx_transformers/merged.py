@@ -76,7 +76,7 @@ def merge_decoders(decoder: ir.Model, decoder_with_past: ir.Model) -> ir.Model:
 
 def _check_steps(first: ir.Graph, past: ir.Graph) -> None:
     taken = {v.name: v.dtype for v in past.inputs}
-    unknown = [v.name for v in first.inputs if taken.get(v.name, v.dtype) != v.dtype or v.name not in taken]
+    unknown = [v.name for v in first.inputs if taken.get(v.name) != v.dtype]
     if unknown:
         raise ValueError(
             f"the first step's inputs {unknown} are not inputs of the with-past graph (of the same type): "
@@ -104,27 +104,15 @@ def _branch(graph: ir.Graph, tag: str, inputs: dict[str, ir.Value], weights: dic
                 name=name, type=value.type, shape=value.shape, const_value=value.const_value
             )
         value.replace_all_uses_with(shared)
-    nodes = list(graph)
-    graph.outputs.clear()
-    graph.remove(nodes)
     # Value names are unique across a model and its subgraphs: each branch's get its tag.
-    for node in (n for top in nodes for n in (top, *_nested(top))):
+    for node in graph.all_nodes():
         node.name = f"{tag}/{node.name}" if node.name else None
         for value in node.outputs:
             value.name = f"{tag}/{value.name}"
+    nodes = list(graph)
+    graph.outputs.clear()
+    graph.remove(nodes)
     return ir.Graph((), outputs, nodes=nodes, name=tag)
-
-
-def _nested(node: ir.Node) -> list[ir.Node]:
-    return [inner for attr in node.attributes.values() for g in _graphs(attr) for inner in g.all_nodes()]
-
-
-def _graphs(attr: ir.Attr) -> list[ir.Graph]:
-    if attr.type == ir.AttributeType.GRAPH:
-        return [attr.as_graph()]
-    if attr.type == ir.AttributeType.GRAPHS:
-        return list(attr.as_graphs())
-    return []
 
 
 def _same_tensor(a: ir.Value, b: ir.Value) -> bool:

@@ -205,10 +205,10 @@ def export_seq2seq(
     return Seq2SeqExport(encoder_result, decoder, with_past, int(start))
 
 
-def _run(result: pt2onnx.ExportResult, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    names = result.output_names
-    wanted = set(result.input_names)
-    return dict(zip(names, result.session().run(names, {k: v for k, v in feeds.items() if k in wanted})))
+def _run(session: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    names = [o.name for o in session.get_outputs()]
+    wanted = {i.name for i in session.get_inputs()}
+    return dict(zip(names, session.run(names, {k: v for k, v in feeds.items() if k in wanted})))
 
 
 def seq2seq_greedy_decode(
@@ -237,21 +237,19 @@ def seq2seq_greedy_decode(
     else:
         mask = (torch.ones_like(inputs) if attention_mask is None else attention_mask).to(torch.int64).numpy()
         encoder_feeds = {"input_ids": inputs.to(torch.int64).numpy(), "attention_mask": mask}
-    states = _run(exported.encoder, encoder_feeds)["last_hidden_state"]
+    states = _run(exported.encoder.session(), encoder_feeds)["last_hidden_state"]
     batch = states.shape[0]
     feeds: dict[str, np.ndarray] = {"encoder_hidden_states": states}
     if mask is not None:
         feeds["encoder_attention_mask"] = mask
     tokens = np.full((batch, 1), exported.decoder_start_token_id, dtype=np.int64)
     done = np.zeros(batch, dtype=bool)
-    graph = exported.decoder
-    step = _run
+    session = exported.merged_session() if merged else exported.decoder.session()
     if merged:
         feeds.update(_first_past(exported.decoder_with_past, batch))
         feeds[USE_CACHE_BRANCH] = np.array([False])
-        step = _merged_step(exported)
     for _ in range(max_new_tokens):
-        outputs = step(graph, {**feeds, "input_ids": tokens[:, -1:]})
+        outputs = _run(session, {**feeds, "input_ids": tokens[:, -1:]})
         next_ids = outputs["logits"][:, -1].argmax(-1).astype(np.int64)
         if eos_token_id is not None:
             next_ids = np.where(done, pad_token_id, next_ids)
@@ -266,8 +264,10 @@ def seq2seq_greedy_decode(
                 if n.startswith(PRESENT_PREFIX)
             }
         )
-        feeds[USE_CACHE_BRANCH] = np.array([True])
-        graph = exported.decoder_with_past
+        if merged:
+            feeds[USE_CACHE_BRANCH] = np.array([True])
+        else:
+            session = exported.decoder_with_past.session()
     return torch.from_numpy(tokens)
 
 
@@ -280,13 +280,3 @@ def _first_past(with_past: pt2onnx.ExportResult, batch: int) -> dict[str, np.nda
             dims = [batch if i == 0 else d if isinstance(d, int) else 1 for i, d in enumerate(value.shape)]
             past[value.name] = np.zeros(dims, dtype=value.dtype.numpy() if value.dtype else np.float32)
     return past
-
-
-def _merged_step(exported: Seq2SeqExport) -> Any:
-    def run(graph: pt2onnx.ExportResult, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        session = exported.merged_session()
-        names = [o.name for o in session.get_outputs()]
-        wanted = {i.name for i in session.get_inputs()}
-        return dict(zip(names, session.run(names, {k: v for k, v in feeds.items() if k in wanted})))
-
-    return run
