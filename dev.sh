@@ -49,7 +49,8 @@ case "${1:-}" in
                 prove+=(--pt2onnx-prove "$pack")
             done
         fi
-        HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest -n 2 \
+        # --durations: CI's log then says where its time goes (the suite's budget is 30 minutes there).
+        HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest -n 2 --durations=30 \
             --hypothesis-seed="$seed" "${prove[@]}" "${@:2}"
         ;;
     *)

@@ -11,7 +11,8 @@ second input of other sizes), run in onnxruntime and compared with eager.
   starts passing, or fails differently (say at run time instead of at export), fails
   the test until the list is updated. ``EXPECTED`` lists first samples; under
   ``thorough``, ``LATER_FAILURES`` lists the pairs whose first sample passes and a later
-  one fails (which sample, how, and why). A ``wrong`` entry's claim of what is still right
+  one fails (which sample, how, and why); ``WITHOUT_ONEDNN_BFLOAT16``, the bfloat16 pairs
+  whose eager result depends on the CPU. A ``wrong`` entry's claim of what is still right
   is checked on the failing sample.
 * Beyond float32, only a documented refusal of the dtype itself needs no entry
   (``opinfo_expected.accepted_without_entry``).
@@ -46,6 +47,7 @@ from opinfo_expected import (
     EXPECTED,
     LATER_FAILURES,
     SKIPPED_FLOAT32,
+    WITHOUT_ONEDNN_BFLOAT16,
     accepted_without_entry,
     expected_outcome,
     later_failure,
@@ -160,4 +162,5 @@ def test_expected_failures_name_ops_of_op_db():
     # A renamed or removed op must leave the list too, so the list never holds dead entries.
     assert sorted(set(EXPECTED) - set(opinfos())) == []
     assert sorted(set(LATER_FAILURES) - set(opinfos())) == []
+    assert sorted(set(WITHOUT_ONEDNN_BFLOAT16) - set(opinfos())) == []
     assert sorted(set(SKIPPED_FLOAT32) - set(opinfos())) == []

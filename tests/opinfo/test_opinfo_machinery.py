@@ -209,6 +209,8 @@ def _entries():
     for name, per_dtype in EXPECTED.items():
         for dtype, entry in per_dtype.items():
             yield f"EXPECTED[{name!r}][{dtype!r}]", entry
+    for name, entry in opinfo_expected.WITHOUT_ONEDNN_BFLOAT16.items():
+        yield f"WITHOUT_ONEDNN_BFLOAT16[{name!r}]", entry
     for name, per_dtype in LATER_FAILURES.items():
         for dtype, (at, *entry) in per_dtype.items():
             assert isinstance(at, int) and at > 0, f"LATER_FAILURES[{name!r}][{dtype!r}]: sample {at!r}"
@@ -229,8 +231,14 @@ def test_every_expected_failure_names_its_kind_and_reason_and_a_wrong_one_what_i
 
 
 def test_no_later_failure_is_shadowed_by_an_expected_one():
-    # The test reads LATER_FAILURES only for pairs without an EXPECTED entry.
-    shadowed = [(n, d) for n, per in LATER_FAILURES.items() for d in per if opinfo_expected.expected_outcome(n, d)]
+    # The test reads LATER_FAILURES only for pairs without an EXPECTED entry. A pair of
+    # WITHOUT_ONEDNN_BFLOAT16 may be: on an AVX2 CPU its first sample already fails.
+    shadowed = [
+        (n, d)
+        for n, per in LATER_FAILURES.items()
+        for d in per
+        if EXPECTED.get(n, {}).get(d, EXPECTED.get(n, {}).get("*"))
+    ]
     assert shadowed == []
 
 
@@ -272,6 +280,8 @@ def test_a_redraft_keeps_the_lists_after_expected_and_gives_an_op_failing_alike_
         "angle": {"float32": ["error", no_angle, []], "int64": ["error", no_angle, []]},
         "abs": {"float32": ["pass", "", []], "int32": ["crash", crash, []]},
         "fft.fft": {"float32": ["pass", "", []], "float16": ["dtype", refused, []]},
+        # Fails on an AVX2 CPU only: its own table holds it, so the draft does not.
+        "nn.functional.conv_transpose2d": {"float32": ["pass", "", []], "bfloat16": ["wrong", "output bfloat16", []]},
     }
     record.write_expected(outcomes, path)
     drafted: dict = {}
@@ -281,3 +291,4 @@ def test_a_redraft_keeps_the_lists_after_expected_and_gives_an_op_failing_alike_
         "abs": {"int32": ("crash", f"DEFECT, the exporter crashes: {crash}")},
     }
     assert (drafted["LATER_FAILURES"], drafted["SKIPPED_FLOAT32"]) == (LATER_FAILURES, SKIPPED_FLOAT32)
+    assert drafted["WITHOUT_ONEDNN_BFLOAT16"] == opinfo_expected.WITHOUT_ONEDNN_BFLOAT16
