@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from hypothesis import HealthCheck, Phase, settings
 
@@ -40,6 +41,21 @@ settings.register_profile("triage", max_examples=20, phases=[Phase.generate], pr
 settings.register_profile("thorough", max_examples=300, phases=_PHASES, print_blob=True, **_COMMON)
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "dev")
 settings.load_profile(_PROFILE)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``thorough(why)`` outside the thorough profile, saying why: each is a
+    further case of what a test of every run already proves (another detector of a family the
+    ci run exports), kept out of CI's 30-minute budget."""
+    if _PROFILE == "thorough":
+        return
+    for item in items:
+        marker = item.get_closest_marker("thorough")
+        if marker is not None:
+            why = marker.args[0] if marker.args else "a further case"
+            item.add_marker(pytest.mark.skip(reason=f"thorough profile only (HYPOTHESIS_PROFILE=thorough): {why}"))
+
+
 # assert_exports_like_eager checks its export at the oldest opset its converters serve too:
 # on every call when hunting bugs; else on each test's first call and one in 4 of the others,
 # by their inputs (on the unary and reduction tests every call costs +94% CPU time, 4 +12%).

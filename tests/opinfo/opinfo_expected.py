@@ -12,8 +12,8 @@ a sort whose tied indices differ; a result closer to float64 than torch's own), 
 converter broken further is no expected failure.
 
 Every entry is exact for the first sample, which the ``ci`` run takes (float32 for every
-op, one other dtype per op drawn from the run's seed); ``thorough`` runs every sample. An
-entry for ``*`` holds for every dtype without an entry of its own. Beyond float32, a
+op, one other dtype for a third of the ops, drawn from the run's seed); ``thorough`` runs
+every sample. An entry for ``*`` holds for every dtype without an entry of its own. Beyond float32, a
 ``dtype`` outcome needs no entry (:func:`accepted_without_entry`); every other failure does.
 
 Drafted from the whole dtype sweep, ``python tests/opinfo/record.py --samples 1 --jobs 2
