@@ -1,6 +1,6 @@
 """A bounded, seeded sample of the model zoo (benchmarks/zoo) through pt2onnx: static and auto, in onnxruntime.
 
-Two models per library, drawn from those the full zoo run marks as passing
+One model per library (four under ``HYPOTHESIS_PROFILE=thorough``), drawn from those the full zoo run marks as passing
 (``catalogue.EXPECTED_PASS``), with the seed of ``HYPOTHESIS_SEED`` when set (so every CI
 run tries others, and ``HYPOTHESIS_SEED=N`` reproduces one), else a fixed one. Each model
 runs through the zoo runner's own ``run_model``: in a process of its own, under a timeout.
@@ -24,7 +24,8 @@ from benchmarks.zoo.run import markdown, run_model  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-PER_LIBRARY = 2
+#: One per library keeps the sample to about a minute of CI's 30 (each model takes ~15-20 s).
+PER_LIBRARY = 4 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 1
 SEED = os.environ.get("HYPOTHESIS_SEED", "25")
 #: Seconds per model, all its steps: the slowest expected model takes ~30 s alone.
 TIMEOUT = 120
