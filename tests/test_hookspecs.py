@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from pt2onnx import hookspecs
+from pt2onnx.plugin import hookimpl
+from pt2onnx.registration import Layer
 from pt2onnx.registry import session_registry
 
 DOCS = Path(__file__).parent.parent / "docs" / "plugins.md"
@@ -47,3 +49,26 @@ def test_every_hook_is_implemented_by_some_installed_plugin(hook):
     }
     registry = session_registry()
     assert any(r.kind == kinds[hook] for r in registry.registrations), f"no installed plugin uses {hook}"
+
+
+def test_a_packs_hooks_run_once_per_process_and_a_plugins_argument_on_every_export():
+    calls = []
+
+    class Counting:
+        name = "counting"
+
+        @hookimpl
+        def pt2onnx_register_converters(self, register):
+            calls.append(register.plugin)
+
+    first = session_registry([Counting()])
+    second = session_registry([Counting()])
+    assert calls == ["counting", "counting"]
+    # The builtin packs registered once: both exports hold the very same registrations,
+    # and the same tables resolved from them.
+    builtin = [r for r in first.registrations if r.layer == Layer.BUILTIN]
+    assert builtin and all(
+        a is b for a, b in zip(builtin, (r for r in second.registrations if r.layer == Layer.BUILTIN))
+    )
+    assert session_registry().handlers is session_registry().handlers
+    assert session_registry(opset=18).handlers is not session_registry().handlers

@@ -2,9 +2,11 @@
 
 A plugin is a module (or any object) with functions marked ``@hookimpl`` whose names
 are the hooks below. Each hook hands the plugin a *registrar*; the plugin calls it to
-register what it provides, and returns nothing. pt2onnx calls every hook once per
-export session and resolves the registrations into plain lookup tables, so the
-per-node loop never calls a hook.
+register what it provides, and returns nothing. pt2onnx calls the hooks of a project
+or ``plugins=`` plugin once per export, and those of an installed or builtin pack once
+per process (its registrations are kept, as its modules are: what a pack registers must
+not depend on state that changes while the process runs). It resolves the registrations
+into plain lookup tables, so the per-node loop never calls a hook.
 
 A hook implementation may accept fewer arguments than the spec names (pluggy
 passes only those it asks for), so hooks can grow without breaking plugins.

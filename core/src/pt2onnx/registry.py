@@ -27,7 +27,7 @@ from typing import Any
 from .errors import PluginConflictError, PluginError
 from .opnames import lookup_keys, op_name
 from .opset import default_opset
-from .plugin_manager import PluginSet, hook_callers, load_plugins
+from .plugin_manager import PluginInfo, PluginSet, hook_callers, load_plugins
 from .registration import (
     PREPARATION_KINDS,
     ConverterRegistrar,
@@ -142,6 +142,75 @@ def _most_specific(entries: Sequence[Entry]) -> Entry | None:
     return Entry(chosen.winner, chosen.shadowed + others, conflict)
 
 
+@dataclass(frozen=True)
+class _Tables:
+    """The registrations resolved for one opset; read-only once built."""
+
+    kept: set[str]
+    other_opsets: dict[str, list[Registration]]
+    handlers: dict[str, Entry]
+    rewrites: dict[str, Entry]
+    rewrites_off: dict[str, list[Registration]]
+    preparations: dict[str, Entry]
+
+
+def _resolve_serving(
+    registered: dict[str, list[Registration]], opset: int, other_opsets: dict[str, list[Registration]]
+) -> dict[str, Entry]:
+    resolved = {}
+    for name, regs in registered.items():
+        serving, others = _serving(regs, opset)
+        if others:
+            other_opsets[name] = others
+        if serving:
+            resolved[name] = _resolve(serving)
+    return resolved
+
+
+def _build_tables(registrations: Sequence[Registration], opset: int) -> _Tables:
+    handling: dict[str, list[Registration]] = defaultdict(list)
+    rewriting: dict[str, list[Registration]] = defaultdict(list)
+    preparing: dict[str, list[Registration]] = defaultdict(list)
+    kept: set[str] = set()
+    for r in registrations:
+        if r.kind == "keep":
+            kept.add(r.op)
+        elif r.kind == "rewrite":
+            rewriting[r.op].append(r)
+        elif r.kind in PREPARATION_KINDS:
+            preparing[r.op].append(r)
+        else:
+            handling[r.op].append(r)
+    other_opsets: dict[str, list[Registration]] = {}
+    handlers = _resolve_serving(handling, opset, other_opsets)
+    rewrites = _resolve_serving(rewriting, opset, other_opsets)
+    return _Tables(
+        kept,
+        other_opsets,
+        handlers,
+        rewrites,
+        {name: regs for name, regs in rewriting.items() if name not in rewrites},
+        {name: _resolve(regs) for name, regs in preparing.items()},
+    )
+
+
+# The last few resolutions, by opset and the registrations' identities (the registrations
+# are held, so no identity is reused). Without project or plugins= plugins every export
+# of a process registers the same pack registrations (_PACK_REGISTRATIONS), and resolving
+# them again cost 6 ms an export.
+_TABLES: dict[tuple[int, tuple[int, ...]], tuple[tuple[Registration, ...], _Tables]] = {}
+_TABLES_KEPT = 8
+
+
+def _tables(registrations: tuple[Registration, ...], opset: int) -> _Tables:
+    key = (opset, tuple(map(id, registrations)))
+    if key not in _TABLES:
+        if len(_TABLES) >= _TABLES_KEPT:
+            del _TABLES[next(iter(_TABLES))]
+        _TABLES[key] = (registrations, _build_tables(registrations, opset))
+    return _TABLES[key][1]
+
+
 class Registry:
     """Every op's handler (converter, lowering, custom-op handler or decomposition), keeps, rewrites and
     capture preparations, resolved.
@@ -159,41 +228,20 @@ class Registry:
         self.registrations = list(registrations)
         #: The target opset the tables are resolved for.
         self.opset = default_opset() if opset is None else opset
-        handling: dict[str, list[Registration]] = defaultdict(list)
-        rewriting: dict[str, list[Registration]] = defaultdict(list)
-        preparing: dict[str, list[Registration]] = defaultdict(list)
-        self.kept: set[str] = set()
-        for r in self.registrations:
-            if r.kind == "keep":
-                self.kept.add(r.op)
-            elif r.kind == "rewrite":
-                rewriting[r.op].append(r)
-            elif r.kind in PREPARATION_KINDS:
-                preparing[r.op].append(r)
-            else:
-                handling[r.op].append(r)
+        tables = _tables(tuple(self.registrations), self.opset)
+        self.kept: set[str] = tables.kept
         #: Per op name (and rewrite name), its registrations that do not serve :attr:`opset`
         #: or that a newer form of the same plugin supersedes.
-        self.other_opsets: dict[str, list[Registration]] = {}
+        self.other_opsets: dict[str, list[Registration]] = tables.other_opsets
         #: Every registered op name's entry (its handlers of all kinds, resolved by layer).
-        self.handlers = self._resolve_serving(handling)
+        self.handlers: dict[str, Entry] = tables.handlers
         #: Rewrite passes by name, in the order their names were first registered.
-        self.rewrites = self._resolve_serving(rewriting)
+        self.rewrites: dict[str, Entry] = tables.rewrites
         #: Rewrite passes registered only for other opsets: off in this export.
-        self.rewrites_off = {name: regs for name, regs in rewriting.items() if name not in self.rewrites}
+        self.rewrites_off: dict[str, list[Registration]] = tables.rewrites_off
         #: Capture preparations (pytree types, patches, dynamic-shape hints) by name, in registration order.
-        self.preparations = {name: _resolve(regs) for name, regs in preparing.items()}
+        self.preparations: dict[str, Entry] = tables.preparations
         self._cache: dict[str, Entry | None] = {}
-
-    def _resolve_serving(self, registered: dict[str, list[Registration]]) -> dict[str, Entry]:
-        resolved = {}
-        for name, regs in registered.items():
-            serving, others = _serving(regs, self.opset)
-            if others:
-                self.other_opsets[name] = others
-            if serving:
-                resolved[name] = _resolve(serving)
-        return resolved
 
     def unserved(self, target: Any) -> list[Registration]:
         """The converting registrations of ``target`` (overload or packet) for opsets other than :attr:`opset`."""
@@ -313,6 +361,26 @@ class Registry:
         ]
 
 
+# A pack's registrations by (hook function, plugin name, layer). An entry-point pack's
+# modules are imported once per process, and calling its hooks again on every export
+# redid the same work: 12 of the 25 ms each export spent building the registry with the
+# builtin packs. Hooks of project and plugins= plugins are called on every export.
+_PACK_REGISTRATIONS: dict[tuple[Any, str, Layer], list[Registration]] = {}
+
+
+def _registrations(info: PluginInfo, impl: Any, registrar_type: type[_Registrar]) -> list[Registration]:
+    """What ``impl`` registers: called once per process for a builtin or installed pack; raises what it raises."""
+    key = (impl.function, info.name, info.layer)
+    kept = _PACK_REGISTRATIONS.get(key)
+    if kept is not None:
+        return kept
+    sink = _Sink(info.name, info.layer)
+    impl.function(**({"register": registrar_type(sink)} if "register" in impl.argnames else {}))
+    if info.layer <= Layer.INSTALLED:
+        _PACK_REGISTRATIONS[key] = sink.registrations
+    return sink.registrations
+
+
 def build_registry(plugin_set: PluginSet, opset: int | None = None) -> Registry:
     """Call every plugin's registration hooks once and resolve the result for the target ``opset``.
 
@@ -326,10 +394,8 @@ def build_registry(plugin_set: PluginSet, opset: int | None = None) -> Registry:
         for info, impl in hook_callers(plugin_set, hook):
             if info.name in failed:
                 continue
-            sink = _Sink(info.name, info.layer)
-            kwargs = {"register": registrar_type(sink)} if "register" in impl.argnames else {}
             try:
-                impl.function(**kwargs)
+                registrations.extend(_registrations(info, impl, registrar_type))
             except Exception as e:  # a plugin may raise anything while registering
                 if info.layer == Layer.ARGUMENT:
                     raise PluginError(
@@ -337,8 +403,6 @@ def build_registry(plugin_set: PluginSet, opset: int | None = None) -> Registry:
                         hint=f"fix the plugin, or leave it out of plugins= / block it with disable=[{info.name!r}]",
                     ) from e
                 failed[info.name] = (hook, e)
-                continue
-            registrations.extend(sink.registrations)
     for name, (hook, error) in failed.items():
         info = plugin_set.plugins[name]
         plugin_set.skip(
