@@ -149,6 +149,11 @@ def select_scatter(op, self, src, dim, index):
 
 @converter("aten::slice_scatter.default")
 def slice_scatter(op, self, src, dim=0, start=None, end=None, step=1):
+    if src.shape is not None and 0 in src.shape:
+        # Writing nothing leaves self as it is (Swin3D's shifted-window masks write empty
+        # regions). The write would carry an empty constant, which OpenVINO misreads as a
+        # scalar (docs/runtime_issues.md).
+        return self
     rank = op.rank_of(self)
     axis = _axis(op, self, dim)
     # The positions the slice covers, clamped exactly as Slice clamps them.
