@@ -72,7 +72,8 @@ def pt2onnx_register_converters(register: ConverterRegistrar) -> None:
     ``since`` wins; then layers decide between plugins. Lowerings, custom-op handlers and
     rewrites take the same keywords.
 
-    Fires once per export session (and for ``pt2onnx plugins``/``pt2onnx ops``).
+    Fires once per export for a project or ``plugins=`` plugin, once per process for an
+    installed or builtin pack (and for ``pt2onnx plugins``/``pt2onnx ops``).
     """
 
 
