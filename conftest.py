@@ -18,6 +18,8 @@ _TESTS = str(Path(__file__).resolve().parent / "tests")
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
+from case_draw import skip_cases_not_run  # noqa: E402 - tests/ is on the path from here on
+
 # Two test workers share two cores: one torch thread each keeps them from fighting.
 torch.set_num_threads(1)
 
@@ -43,17 +45,12 @@ _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "dev")
 settings.load_profile(_PROFILE)
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m: a case picked by name always runs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the tests marked ``thorough(why)`` outside the thorough profile, saying why: each is a
-    further case of what a test of every run already proves (another detector of a family the
-    ci run exports), kept out of CI's 30-minute budget."""
-    if _PROFILE == "thorough":
-        return
-    for item in items:
-        marker = item.get_closest_marker("thorough")
-        if marker is not None:
-            why = marker.args[0] if marker.args else "a further case"
-            item.add_marker(pytest.mark.skip(reason=f"thorough profile only (HYPOTHESIS_PROFILE=thorough): {why}"))
+    """Outside the thorough profile, skip the tests marked ``thorough`` and the cases of a ``drawn``
+    test that this run's seed did not draw (tests/case_draw.py), within CI's 30-minute budget."""
+    if _PROFILE != "thorough":
+        skip_cases_not_run(items, seed=config.getoption("hypothesis_seed", None) or 0)
 
 
 # assert_exports_like_eager checks its export at the oldest opset its converters serve too:
