@@ -32,6 +32,7 @@ def _with_a_closed_pipe(args: list[str], *, buffered: bool) -> tuple[int, str]:
     return reader.wait(timeout=300), stderr
 
 
+@pytest.mark.drawn(4, "every command writes through the same guarded exit")
 @pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
 @pytest.mark.parametrize(
     ("args", "status"),

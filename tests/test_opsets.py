@@ -518,6 +518,7 @@ SMALLEST["encoder_1l"] = lambda: BENCHMARK.encoder(1)
 
 
 @pytest.mark.slow
+@pytest.mark.drawn(22, "every converter's opsets are proven by its property tests; these are whole models")
 @pytest.mark.parametrize("opset", OPSETS, ids=lambda o: f"opset{o or 'default'}")
 @pytest.mark.parametrize("name", sorted(SMALLEST))
 def test_benchmark_model_exports_and_verifies(name, opset):

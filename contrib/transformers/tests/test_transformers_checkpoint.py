@@ -33,6 +33,7 @@ MOE_ON_META = pytest.mark.xfail(
 )
 
 
+@pytest.mark.drawn(2, "each architecture decodes through the same pack code")
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=MOE_ON_META) if n == "mixtral" else n for n in sorted(CAUSAL_LMS)]
 )

@@ -88,6 +88,7 @@ def test_every_tiny_causal_lm_is_tested_in_genai():
     assert set(GENAI_TYPES) == set(CAUSAL_LMS)
 
 
+@pytest.mark.drawn(2, "each architecture decodes through the same pack code")
 @pytest.mark.parametrize("name", sorted(GENAI_TYPES))
 def test_genai_generates_the_tokens_and_logits_of_generate(name, tmp_path):
     model = causal_lm(name, **(QWEN2 if name == "qwen2" else {}))

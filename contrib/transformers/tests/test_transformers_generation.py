@@ -30,6 +30,7 @@ def _eager_greedy(model: torch.nn.Module, prompt: torch.Tensor, **inputs) -> tor
         return model.generate(prompt, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False, **inputs)
 
 
+@pytest.mark.drawn(2, "each architecture decodes through the same pack code")
 @pytest.mark.parametrize("name", sorted(CAUSAL_LMS))
 def test_greedy_tokens_match_generate(name):
     model = causal_lm(name)

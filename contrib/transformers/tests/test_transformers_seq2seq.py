@@ -52,7 +52,10 @@ def _source(name: str, model: torch.nn.Module, batch: int, length: int, seed: in
 
 
 @pytest.mark.parametrize("name", sorted(SEQ2SEQ))
-@pytest.mark.parametrize(("length", "seed"), [(5, 1), (11, 2)])
+@pytest.mark.parametrize(
+    ("length", "seed"),
+    [(5, 1), pytest.param(11, 2, marks=pytest.mark.thorough("a longer prompt through the same graphs"))],
+)
 def test_greedy_tokens_match_generate(name, length, seed):
     model, exported = _exported(name)
     source = _source(name, model, 2, length, seed)

@@ -47,6 +47,7 @@ def test_every_tiny_causal_lm_is_tested_with_a_static_cache():
     assert set(STATIC) == set(CAUSAL_LMS)
 
 
+@pytest.mark.drawn(2, "each architecture decodes through the same pack code")
 @pytest.mark.parametrize("name", sorted(STATIC))
 def test_genai_runs_a_static_cache_with_shared_buffers_as_generate(name, tmp_path):
     model = causal_lm(name, **STATIC[name])
