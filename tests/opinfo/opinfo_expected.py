@@ -12,7 +12,7 @@ a sort whose tied indices differ; a result closer to float64 than torch's own), 
 converter broken further is no expected failure.
 
 Every entry is exact for the first sample, which the ``ci`` run takes (float32 for every
-op, one other dtype for a third of the ops, drawn from the run's seed); ``thorough`` runs
+op, one other dtype for a sixth of the ops, drawn from the run's seed); ``thorough`` runs
 every sample. An entry for ``*`` holds for every dtype without an entry of its own. Beyond float32, a
 ``dtype`` outcome needs no entry (:func:`accepted_without_entry`); every other failure does.
 
