@@ -111,6 +111,14 @@ def test_upsample_to_a_fixed_size_by_scale_from_a_dynamic_size(mode):
     _check(Call(fns[mode]), (x,), expect, dynamic_shapes=length, other_inputs=others)
 
 
+@pytest.mark.parametrize("shuffle", [True, False], ids=["shuffle", "unshuffle"])
+def test_pixel_shuffle_on_a_fixed_input(shuffle):
+    # test_pixel_shuffle's draws may leave a direction without a witness (empty images): this has one.
+    x = torch.randn(1, 4, 2, 3) if shuffle else torch.randn(1, 1, 4, 6)
+    fn, expect = (F.pixel_shuffle, "aten::pixel_shuffle") if shuffle else (F.pixel_unshuffle, "aten::pixel_unshuffle")
+    assert_exports_like_eager(Call(lambda t: fn(t, 2)), (x,), expect_ops=[expect])
+
+
 @given(
     data=st.data(),
     dtype=dtypes(("float32", "float16", "float64", "int64")),

@@ -105,6 +105,13 @@ def test_select_scatter(data, x):
     assert_exports_like_eager(model, (x, src, x), expect_ops=["aten::select_scatter"])
 
 
+def test_select_scatter_on_a_fixed_input():
+    # test_select_scatter's draws may all be empty or one-valued (no witness): this input has one.
+    model = Fn3(lambda t, s, _: torch.select_scatter(t, s, 1, -2))
+    x = torch.randn(3, 4)
+    assert_exports_like_eager(model, (x, torch.randn(3), x), expect_ops=["aten::select_scatter"])
+
+
 @given(
     data=st.data(),
     x=tensors(shapes(min_rank=1, max_rank=3, min_side=0, max_side=5), DTYPES),
