@@ -39,6 +39,13 @@ def test_swapaxes(data, x, name):
     assert_exports_like_eager(Fn(lambda t: getattr(t, name)(a, b)), (x,), expect_ops=[f"aten::{name}.default"])
 
 
+@pytest.mark.parametrize("name", ["swapaxes", "swapdims"])
+def test_swapaxes_on_a_fixed_input(name):
+    # test_swapaxes may draw one name only, or no witness for it (empty or one-valued inputs).
+    fn = Fn(lambda t: getattr(t, name)(0, 2))
+    assert_exports_like_eager(fn, (torch.randn(2, 3, 4),), expect_ops=[f"aten::{name}.default"])
+
+
 def test_transpose_of_a_0d_tensor():
     # Thorough OpInfo: transpose_copy(scalar, 0, 0) failed in the converter (an empty perm).
     assert_exports_like_eager(Fn(lambda t: torch.transpose_copy(t, 0, -1)), (torch.tensor(2.5),))
