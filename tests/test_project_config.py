@@ -134,10 +134,9 @@ def test_plugins_always_lists_the_problems_and_says_the_export_stops(project):
         "plugins = [local_relu]\n": "BROKEN project config (project): ",
         'plugin = ["local_relu"]\n': "has no key 'plugin'",
     }
-    for index, (table, broken) in enumerate(cases.items()):
+    for table, broken in cases.items():
         _configure(project, table)
-        # Every listing command on the first problem; the others, whatever they are, list the same way.
-        for command in (["plugins"], ["plugins", "--json"], ["ops", "aten::relu"])[: 3 if index == 0 else 1]:
+        for command in (["plugins"], ["plugins", "--json"], ["ops", "aten::relu"]):
             done = run(*command, cwd=project)
             assert done.returncode == 0, (table, command, done.stderr)
             assert done.stderr == "", (table, command, done.stderr)
