@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import onnxruntime as ort
 import pytest
 
+import cli_process
+
 ROOT = Path(__file__).parent.parent
-PT2ONNX = shutil.which("pt2onnx", path=str(Path(sys.executable).parent)) or "pt2onnx"
+PT2ONNX = cli_process.which("pt2onnx")
 
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PT2ONNX, *args], cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300
-    )
+    return cli_process.run("pt2onnx", *args, cwd=cwd, env={**os.environ, **(env or {})})
 
 
 def test_plugins_lists_the_builtin_packs_with_their_layer_and_counts():

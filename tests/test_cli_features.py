@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +13,11 @@ import onnxruntime as ort
 import pytest
 import torch
 
+import cli_process
 from pack_install import pip_install
 
 ROOT = Path(__file__).parent.parent
-PT2ONNX = shutil.which("pt2onnx", path=str(Path(sys.executable).parent)) or "pt2onnx"
+PT2ONNX = cli_process.which("pt2onnx")
 
 MODELS = """
 import torch
@@ -48,9 +48,7 @@ def pt2onnx_register_converters(register):
 
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PT2ONNX, *args], cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300
-    )
+    return cli_process.run("pt2onnx", *args, cwd=cwd, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +17,11 @@ import onnxruntime as ort
 import pytest
 import torch
 
+import cli_process
 from terminal import run_on_a_terminal
 
 ROOT = Path(__file__).resolve().parent.parent
-PT2ONNX = shutil.which("pt2onnx", path=str(Path(sys.executable).parent)) or "pt2onnx"
+PT2ONNX = cli_process.which("pt2onnx")
 
 MODELS = """\
 import torch
@@ -125,9 +125,7 @@ def pooled():
 
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PT2ONNX, *args], cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300
-    )
+    return cli_process.run("pt2onnx", *args, cwd=cwd, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ why; ``on_error = "warn"`` (or ``PT2ONNX_PROJECT_ON_ERROR=warn``) brings back th
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-PT2ONNX = shutil.which("pt2onnx", path=str(Path(sys.executable).parent)) or "pt2onnx"
+import cli_process
+
+PT2ONNX = cli_process.which("pt2onnx")
 
 FACTORIES = """\
 import torch
@@ -48,9 +49,7 @@ SWITCHES = ("PT2ONNX_PROJECT_ON_ERROR", "PT2ONNX_DISABLE_PLUGIN_AUTOLOAD", "PT2O
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k not in SWITCHES}
-    return subprocess.run(
-        [PT2ONNX, *args], cwd=cwd, env={**base, **(env or {})}, capture_output=True, text=True, timeout=300
-    )
+    return cli_process.run("pt2onnx", *args, cwd=cwd, env={**base, **(env or {})})
 
 
 @pytest.fixture
