@@ -91,7 +91,7 @@ def test_a_named_dim_torch_would_fix_is_left_to_torch_and_stays_dynamic():
         vocab_size=100,
         hidden_size=32,
         intermediate_size=64,
-        num_hidden_layers=2,
+        num_hidden_layers=1,
         num_attention_heads=4,
         num_key_value_heads=2,
         mamba_d_ssm=64,
