@@ -24,7 +24,7 @@ from case_draw import skip_cases_not_run  # noqa: E402 - tests/ is on the path f
 
 # Two test workers share two cores: one torch thread each keeps them from fighting, and one
 # onnxruntime thread per session. Its default (a pool thread per core, spinning between ops)
-# made three aten test files 21% slower with -n 2 (128 s against 101 s, 222 against 176 CPU-s).
+# made three aten test files take 128 s against 101 s with -n 2 (222 against 176 CPU-s).
 torch.set_num_threads(1)
 _ort_session_init = ort.InferenceSession.__init__
 
