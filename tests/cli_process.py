@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import io
+import json
 import multiprocessing
 import os
 import shutil
@@ -69,7 +70,7 @@ def _sys_path() -> list[str]:
     if _plain_path is None:
         code = "import json, sys; print(json.dumps(sys.path[1:]))"
         shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        _plain_path = [str(_BIN), *eval(shown.stdout)]
+        _plain_path = [str(_BIN), *json.loads(shown.stdout)]
     return _plain_path
 
 

@@ -30,31 +30,31 @@ def fine():
 
 
 @pytest.mark.parametrize(
-    ("args", "env"),
+    ("args", "env", "status"),
     [
-        (("ops",), {}),  # a usage error: status 2, stderr only
-        (("plugins", "--json"), {"PT2ONNX_DISABLE_PLUGIN_AUTOLOAD": "1"}),  # the environment is the command's
-        (("export", "models.py:broken", "-o", "m.onnx"), {}),  # a model file in the working directory
-        (("export", "models.py:tests_helper", "-o", "m.onnx"), {}),  # the command's sys.path
-        (("export", "models.py:fine", "-o", "m.onnx", "--quiet"), {}),
+        (("ops",), {}, 2),  # a usage error: stderr only
+        (("plugins", "--json"), {"PT2ONNX_DISABLE_PLUGIN_AUTOLOAD": "1"}, 0),  # the environment is the command's
+        (("export", "models.py:broken", "-o", "m.onnx"), {}, 1),  # a model file in the working directory
+        (("export", "models.py:tests_helper", "-o", "m.onnx"), {}, 1),  # the command's sys.path
+        (("export", "models.py:fine", "-o", "m.onnx", "--quiet"), {}, 0),
     ],
     ids=["usage", "environment", "model-file", "sys-path", "export"],
 )
-def test_a_warm_command_does_what_a_fresh_one_does(tmp_path: Path, args: tuple[str, ...], env: dict[str, str]):
+def test_a_warm_command_does_what_a_fresh_one_does(
+    tmp_path: Path, args: tuple[str, ...], env: dict[str, str], status: int
+):
     environment = {**os.environ, **env}
-    results = []
-    for name, start in [("fresh", subprocess.run), ("warm", None)]:
-        folder = tmp_path / name
+    fresh, warm = tmp_path / "fresh", tmp_path / "warm"
+    for folder in (fresh, warm):
         folder.mkdir()
         (folder / "models.py").write_text(FACTORY)
-        if start is None:
-            done = cli_process.run("pt2onnx", *args, cwd=folder, env=environment)
-        else:
-            command = [cli_process.which("pt2onnx"), *args]
-            done = start(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=300)
-        results.append(
-            (done.returncode, done.stdout.replace(str(folder), "DIR"), done.stderr.replace(str(folder), "DIR"))
-        )
-        results[-1] += (sorted(p.name for p in folder.iterdir()),)
-    assert results[0] == results[1]
-    assert args[0] != "export" or results[0][0] == (0 if "fine" in args[1] else 1), results[0]
+    command = [cli_process.which("pt2onnx"), *args]
+    started = subprocess.run(command, cwd=fresh, env=environment, capture_output=True, text=True, timeout=300)
+    forked = cli_process.run("pt2onnx", *args, cwd=warm, env=environment)
+
+    def seen(done: subprocess.CompletedProcess[str], folder: Path) -> tuple:
+        out, err = (text.replace(str(folder), "DIR") for text in (done.stdout, done.stderr))
+        return done.returncode, out, err, sorted(p.name for p in folder.iterdir())
+
+    assert seen(forked, warm) == seen(started, fresh)
+    assert started.returncode == status, started.stderr
