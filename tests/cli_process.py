@@ -7,6 +7,8 @@ before it does anything, and the suite runs some hundred commands. So each one i
 from a server that has imported those libraries and nothing else (multiprocessing's
 forkserver, one per test worker): pt2onnx, its plugins and the model files are imported
 afresh by every command, from the command's own directory, environment and ``sys.path``.
+The documentation pages' runner (``python tests/docs_runner.py PAGE DIR``) starts the same way
+(:func:`run_python`).
 
 What only a fresh interpreter has stays with :func:`subprocess.run`: an environment that
 sets ``PYTHON*`` variables (``PYTHONPATH``, ``PYTHONWARNINGS`` are read at start-up) and
@@ -20,6 +22,7 @@ import io
 import json
 import multiprocessing
 import os
+import runpy
 import shutil
 import subprocess
 import sys
@@ -44,15 +47,34 @@ def run(
     in ``cwd``, with the environment ``env`` (default ``os.environ``), and capture its output as
     text: what ``subprocess.run([command, *args], cwd=cwd, env=env, capture_output=True,
     text=True, timeout=timeout)`` returns."""
+    return _forked([str(_BIN / command), *args], _sys_path(), cwd, env, timeout, script=False)
+
+
+def run_python(
+    script: Path | str,
+    *args: str,
+    cwd: Path | str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """``python SCRIPT ARGS...`` as :func:`run` runs a command: the script runs as ``__main__``
+    with its own folder first on ``sys.path``, as a fresh interpreter would put it."""
+    script = Path(script).resolve()
+    return _forked([str(script), *args], [str(script.parent), *_sys_path()[1:]], cwd, env, timeout, script=True)
+
+
+def _forked(
+    argv: list[str], path: list[str], cwd: Path | str | None, env: dict[str, str] | None, timeout: float, script: bool
+) -> subprocess.CompletedProcess[str]:
     environment = dict(os.environ if env is None else env)
-    argv = [str(_BIN / command), *args]
     python = {k for k in {*environment, *os.environ} if k.startswith("PYTHON")}
     if any(environment.get(k) != os.environ.get(k) for k in python):
-        return subprocess.run(argv, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
+        fresh = [sys.executable, *argv] if script else argv
+        return subprocess.run(fresh, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         process = _context.Process(
-            target=_command, args=(argv, str(cwd or os.getcwd()), environment, _sys_path(), str(out), str(err))
+            target=_command, args=(argv, str(cwd or os.getcwd()), environment, path, str(out), str(err), script)
         )
         process.start()
         process.join(timeout)
@@ -74,8 +96,9 @@ def _sys_path() -> list[str]:
     return _plain_path
 
 
-def _command(argv: list[str], cwd: str, env: dict[str, str], path: list[str], out: str, err: str) -> None:
-    """In the forked process: become the command, run it, exit with its status (never returns)."""
+def _command(argv: list[str], cwd: str, env: dict[str, str], path: list[str], out: str, err: str, script: bool) -> None:
+    """In the forked process: become the command (or ``python`` running ``script``), run it, exit
+    with its status (never returns)."""
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
@@ -97,8 +120,12 @@ def _command(argv: list[str], cwd: str, env: dict[str, str], path: list[str], ou
         line_buffering=True,
     )
     try:
-        (script,) = entry_points(group="console_scripts", name=Path(argv[0]).name)
-        status = script.load()()
+        if script:
+            runpy.run_path(argv[0], run_name="__main__")
+            status = None
+        else:
+            (entry,) = entry_points(group="console_scripts", name=Path(argv[0]).name)
+            status = entry.load()()
     except SystemExit as e:
         status = e.code
     except BaseException:  # noqa: BLE001 - what the interpreter does with an uncaught exception

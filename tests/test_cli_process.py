@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,39 @@ def test_a_warm_command_does_what_a_fresh_one_does(
 
     assert seen(forked, warm) == seen(started, fresh)
     assert started.returncode == status, started.stderr
+
+
+SCRIPT = """\
+import os
+import sys
+
+import helper  # beside the script: its folder is first on sys.path
+
+print(__name__, sys.argv[2:], os.getcwd() == sys.argv[1], helper.NAME)
+try:
+    import case_draw  # in tests/: on the test's sys.path, not on a script's
+except ImportError as e:
+    print("not importable:", e.name)
+print("to stderr", file=sys.stderr)
+raise SystemExit(int(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_a_warm_script_does_what_python_running_it_fresh_does(tmp_path: Path, status: int):
+    scripts, fresh, warm = tmp_path / "scripts", tmp_path / "fresh", tmp_path / "warm"
+    for folder in (scripts, fresh, warm):
+        folder.mkdir()
+    (scripts / "script.py").write_text(SCRIPT)
+    (scripts / "helper.py").write_text("NAME = 'helper'\n")
+    started = subprocess.run(
+        [sys.executable, str(scripts / "script.py"), str(fresh), str(status)],
+        cwd=fresh,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    forked = cli_process.run_python(scripts / "script.py", str(warm), str(status), cwd=warm)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (started.returncode, started.stdout, started.stderr)
+    assert started.returncode == status
+    assert started.stdout == f"__main__ ['{status}'] True helper\nnot importable: case_draw\n"

@@ -29,14 +29,13 @@ RUNNER = Path(__file__).with_name("docs_runner.py")
 PAGES = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md") if p.name != "errors.md")
 
 sys.path.insert(0, str(RUNNER.parent))
+import cli_process  # noqa: E402
 from docs_runner import blocks  # noqa: E402
 
 
 def _run_page(page: Path, workdir: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(
-        [sys.executable, str(RUNNER), str(page), str(workdir)], env=env, capture_output=True, text=True, timeout=900
-    )
+    return cli_process.run_python(RUNNER, str(page), str(workdir), env=env, timeout=900)
 
 
 @pytest.mark.parametrize("page", PAGES)
