@@ -47,16 +47,13 @@ ort.InferenceSession.__init__ = _one_thread_session  # type: ignore[method-assig
 # 163-196 s a failing test ran; without it the test fails, shrunk, in about 20 s.
 _PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
 _COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
-# ci: 10 random examples per property test, so every CI run searches new inputs. The seed
+# ci: 20 random examples per property test, so every CI run searches new inputs. The seed
 # is chosen and printed by ./dev.sh (HYPOTHESIS_SEED=N ./dev.sh test reproduces a run).
-# 10, against 20 before: the builtin packs' tests took 13.8 CPU-min against 23.4, back to back.
-# A run's proof must not rest on its draws: a registration that only a property test's draw
-# reaches (a form sampled among others) is converted on a fixed input too
-# (test_every_max_pool_overload and its like). At 10 examples, seeds 111, 222 and 333 proved
-# every registration of the builtin packs from plugins/ alone but baddbmm (seed 333), which
-# tests/opinfo proves too; of the registrations nothing but a property test proves, the
-# rarest at 20 examples (seed 444) was max_pool3d, 3 draws in 20, now on a fixed input.
-settings.register_profile("ci", max_examples=10, phases=_PHASES, print_blob=True, **_COMMON)
+# 20, not 10: 10 halves a test file's time run alone (test_aten_unary.py 0.62 against 1.08
+# CPU-min) but not in the whole suite, where its property tests took as long at 10 (fresh
+# clone at 7189423: 743 s) as at 20 (d805caa: 709 s), for a reason not yet found; and 10
+# leaves a registration some seeds' draws never reach (baddbmm with seed 333 from plugins/).
+settings.register_profile("ci", max_examples=20, phases=_PHASES, print_blob=True, **_COMMON)
 # dev: the default for local runs.
 settings.register_profile("dev", max_examples=20, phases=_PHASES, print_blob=True, **_COMMON)
 # triage: the ci profile's search without shrinking: which tests fail, fast (no minimal example).
