@@ -11,6 +11,7 @@ itself runs on it.
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -20,6 +21,7 @@ import opinfo_samples
 import pytest
 import test_opinfo
 import torch
+from hypothesis import settings
 from opinfo_expected import EXPECTED, LATER_FAILURES, SKIPPED_FLOAT32
 from opinfo_samples import SampleModule, classify, opinfos, run_sample, sample_module
 from torch.testing._internal.opinfo.core import SampleInput
@@ -292,3 +294,12 @@ def test_a_redraft_keeps_the_lists_after_expected_and_gives_an_op_failing_alike_
     }
     assert (drafted["LATER_FAILURES"], drafted["SKIPPED_FLOAT32"]) == (LATER_FAILURES, SKIPPED_FLOAT32)
     assert drafted["WITHOUT_ONEDNN_BFLOAT16"] == opinfo_expected.WITHOUT_ONEDNN_BFLOAT16
+
+
+def test_op_db_leaves_the_suites_hypothesis_profile_loaded():
+    # Importing op_db (as this module's collection did) registers and loads torch's own profile
+    # unless the root conftest.py imported torch's test utilities before loading the suite's.
+    opinfos()
+    profile = os.environ.get("HYPOTHESIS_PROFILE", "dev")
+    assert settings.default is settings.get_profile(profile)
+    assert settings.default.deadline is None and not settings.default.derandomize
