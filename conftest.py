@@ -64,9 +64,9 @@ import torch.testing._internal.common_utils  # noqa: E402
 # ci: 10 random examples per property test, so every CI run searches new inputs. The seed
 # is chosen and printed by ./dev.sh (HYPOTHESIS_SEED=N ./dev.sh test reproduces a run).
 # 10 is what every whole run here drew under torch's profile (every registration proven), and
-# a property-test file takes half its time at 20 (test_aten_unary.py 0.62 against 1.08 CPU-min).
-# What a run proves must not rest on its draws: a registration that only a property test's
-# draw reaches is converted on a fixed input too (test_every_max_pool_overload and its like).
+# a property-test file takes about half the time it takes at 20 (test_aten_unary.py 0.62
+# against 1.08 CPU-min). The registration drawn most rarely of those only property tests prove
+# (max_pool3d, 3 draws in 20) is converted on a fixed input too (test_every_max_pool_overload).
 settings.register_profile("ci", max_examples=10, phases=_PHASES, print_blob=True, **_COMMON)
 # dev: the default for local runs.
 settings.register_profile("dev", max_examples=20, phases=_PHASES, print_blob=True, **_COMMON)

@@ -139,18 +139,14 @@ def sample_inputs(info: Any, dtype: torch.dtype, limit: int | None) -> Iterator[
     # more in the whole suite (each frame's module is looked up among every module imported):
     # the module took 5.9 CPU-min there against 8.9. Told so at once, it seeds and samples the same.
     with (
-        mock.patch.object(common_utils, "extract_test_fn", _no_unittest_method),
-        mock.patch.object(opinfo_core, "extract_test_fn", _no_unittest_method),
+        mock.patch.object(common_utils, "extract_test_fn", return_value=None),
+        mock.patch.object(opinfo_core, "extract_test_fn", return_value=None),
     ):
         samples = info.sample_inputs("cpu", dtype, requires_grad=False)
     for index, sample in enumerate(samples):
         if limit is not None and index >= limit:
             return
         yield sample
-
-
-def _no_unittest_method() -> None:
-    return None
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ def attention_cases(draw):
     L, S, E, Ev = (draw(st.integers(1, 4)) for _ in range(4))
     # Which rows torch zeroes is its CPU kernel's choice, and that follows the inputs' layout:
     # contiguous ones take its flash kernel (a NaN key's row: zeros), a strided one its math
-    # kernel (NaN; CI seed 444). The explicit form follows the flash kernel, so where queries
+    # kernel (NaN; seed 444). The explicit form follows the flash kernel, so where queries
     # and keys may hold non-finite values all three inputs are contiguous.
     layout = {} if fused else {"contiguous": True}
     q = draw(tensors((*qb, L, E), dtype, **_values(dtype, infinities=not fused), **layout))
