@@ -90,18 +90,29 @@ def test_docs_list_every_exit_status():
     assert "exit 5" in verify and "exit 1" not in verify, verify
 
 
-def test_the_command_freezes_the_garbage_collector_at_exit_only():
-    """``main`` leaves collection on while it runs and in a caller that goes on; at exit every
-    object is frozen, so the interpreter's final collections do not walk what torch left."""
+def test_the_command_pauses_the_garbage_collector_and_freezes_it_at_exit():
+    """``main`` pauses collection while it runs (``pt2onnx.collector``) and enables it again for
+    a caller that goes on, unless that caller had disabled it; at exit every object is frozen,
+    so the interpreter's final collections do not walk what torch left."""
     script = (
         "import atexit, gc\n"
         # Registered first, so it runs last: after pt2onnx's callback.
         "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"
-        "from pt2onnx.cli import main\n"
-        "main(['plugins', '--json'])\n"
-        "main(['plugins', '--json'])\n"
+        "import pt2onnx.cli as cli\n"
+        "command = cli._main\n"
+        "cli._main = lambda argv: print('during main', gc.isenabled()) or command(argv)\n"
+        "cli.main(['plugins', '--json'])\n"
+        "print('after main', gc.get_freeze_count(), gc.isenabled())\n"
+        "gc.disable()\n"
+        "cli.main(['plugins', '--json'])\n"
         "print('after main', gc.get_freeze_count(), gc.isenabled())\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
-    lines = done.stdout.strip().splitlines()
-    assert lines[-2:] == ["after main 0 True", "at exit True"]
+    lines = [line for line in done.stdout.splitlines() if line.startswith(("during", "after", "at exit"))]
+    assert lines == [
+        "during main False",
+        "after main 0 True",
+        "during main False",
+        "after main 0 False",
+        "at exit True",
+    ]

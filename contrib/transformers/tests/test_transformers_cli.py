@@ -46,18 +46,22 @@ def test_an_output_path_that_cannot_take_the_file_fails_before_the_capture(tmp_p
     assert "captured" not in err
 
 
-def test_the_command_freezes_the_garbage_collector_at_exit_only():
-    # As pt2onnx's own command: the interpreter's final collections would walk all torch left.
+def test_the_command_pauses_the_garbage_collector_and_freezes_it_at_exit():
+    # As pt2onnx's own command: collection paused while it runs (loading the model included) and
+    # enabled again after it; the interpreter's final collections would walk all torch left.
     script = (
         "import atexit, gc\n"
         "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"
-        "from pt2onnx_transformers.cli import main\n"
+        "import pt2onnx_transformers.cli as cli\n"
+        "command = cli._main\n"
+        "cli._main = lambda argv: print('during main', gc.isenabled()) or command(argv)\n"
         "for _ in range(2):\n"
         "    try:\n"
-        "        main(['causal-lm'])\n"
+        "        cli.main(['causal-lm'])\n"
         "    except SystemExit:\n"
         "        pass\n"
         "print('after main', gc.get_freeze_count(), gc.isenabled())\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
-    assert done.stdout.strip().splitlines()[-2:] == ["after main 0 True", "at exit True"]
+    lines = [line for line in done.stdout.splitlines() if line.startswith(("during", "after", "at exit"))]
+    assert lines == ["during main False", "during main False", "after main 0 True", "at exit True"]

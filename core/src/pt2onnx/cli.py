@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .collector import collector_paused
 from .errors import (
     CaptureError,
     OptionError,
@@ -540,11 +541,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Whatever the command printed is flushed before this returns (or ``--help`` exits): a
     reader that closed the pipe then ends the command quietly, with the status the command
-    had, instead of failing the interpreter's flush at exit (status 120).
+    had, instead of failing the interpreter's flush at exit (status 120). The garbage collector
+    is paused while the command runs, imports of torch and the user's model included
+    (:mod:`pt2onnx.collector`), and enabled again when it returns.
     """
     freeze_at_exit()
     try:
-        return _main(argv)
+        with collector_paused():
+            return _main(argv)
     finally:
         _flush_stdout()
 

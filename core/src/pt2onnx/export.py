@@ -2,7 +2,7 @@
 
 plugins -> weights (open the checkpoint, convert to ``dtype``) -> capture (prepared by plugins)
 -> decompose -> translate -> assemble (names, initializers with their values' source, edge
-dtypes) -> optimize -> (save)
+dtypes) -> optimize -> (save), with Python's garbage collector paused (:mod:`.collector`)
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from torch.export import ExportedProgram
 
 from .assemble import assemble
 from .capture import as_module, capture
+from .collector import collector_paused
 from .decompose import Decomposed, decompose
 from .errors import OptionError, UnsupportedOpsError
 from .interface.calling import check_example_inputs, check_outputs, normalize_args
@@ -95,6 +96,7 @@ def _check_nonfinite(mode: object) -> Literal["onnx", "torch"]:
     return mode  # type: ignore[return-value]
 
 
+@collector_paused()
 def export(
     model: torch.nn.Module | ExportedProgram | Any,
     args: Any = (),

@@ -119,6 +119,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # 1 s at exit on 2 cores) to free what the OS takes back anyway: frozen at exit, as `pt2onnx` does.
     atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
+    # Collection paused while the command runs, as `pt2onnx` does: loading the model (transformers
+    # imports its modeling code and torch._dynamo then) and the export build objects that live
+    # to the end, which full collections walk again and again to free almost nothing.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "seq2seq":
