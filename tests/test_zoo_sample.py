@@ -166,3 +166,19 @@ def test_a_shrunk_mamba2_config_keeps_its_heads_tiling_the_expanded_width():
     config = Mamba2Config(**{**full, **shrink_config(full)})
     assert config.hidden_size * config.expand == config.num_heads * config.head_dim
     assert config.hidden_size < full["hidden_size"] and config.num_hidden_layers < full["num_hidden_layers"]
+
+
+def test_a_resumed_run_keeps_the_models_it_finished_and_runs_only_the_others() -> None:
+    from benchmarks.zoo.catalogue import Entry
+    from benchmarks.zoo.run import resumed
+
+    def row(model: str) -> dict[str, str]:
+        return {"library": "timm", "model": model, "exporter": "pt2onnx", "mode": "static", "export": "pass"}
+
+    chosen = [Entry("timm", name, lambda: None) for name in ("a", "b", "c")]
+    record = {"versions": {"torch": "2.13.0"}, "rows": [row("a"), row("z")]}
+    rows, rest = resumed(record, chosen, {"torch": "2.13.0"})
+    assert rows == [row("a")]  # "z", outside this run's choice, does not enter its table
+    assert [e.name for e in rest] == ["b", "c"]
+    with pytest.raises(SystemExit, match="earlier run had"):
+        resumed(record, chosen, {"torch": "2.12.0"})

@@ -615,6 +615,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--runtimes", default=",".join(RUNTIMES))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "zoo")
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the models <out>.json already holds and run only the others"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # LIBRARY:NAME, in the model's own process
     parser.add_argument("--rows", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
@@ -632,6 +635,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows: list[dict[str, Any]] = []
     package_versions = versions()
     options.out.parent.mkdir(parents=True, exist_ok=True)
+    if options.resume and Path(f"{options.out}.json").exists():
+        rows, chosen = resumed(json.loads(Path(f"{options.out}.json").read_text()), chosen, package_versions)
+        print(f"resuming {options.out}.json: {len({(r['library'], r['model']) for r in rows})} models kept", flush=True)
     for i, item in enumerate(chosen, 1):
         model_rows_ = run_model(item.library, item.name, exporters, modes, runtimes, options.timeout)
         rows += model_rows_
@@ -642,6 +648,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         Path(f"{options.out}.json").write_text(json.dumps(record, indent=1) + "\n")
         Path(f"{options.out}.md").write_text(markdown(rows, command, when, package_versions))
     print(f"wrote {options.out}.json and {options.out}.md")
+
+
+def resumed(
+    record: dict[str, Any], chosen: Sequence[Entry], package_versions: dict[str, str]
+) -> tuple[list[dict[str, Any]], list[Entry]]:
+    """The rows an earlier run of the same packages wrote, and the chosen models it has not run.
+
+    A run of hours, stopped (a machine given back, a session's end), goes on where it stopped;
+    rows from other package versions would mix two runs in one table, so they stop it.
+    """
+    if record["versions"] != package_versions:
+        raise SystemExit(f"--resume: the earlier run had {record['versions']}, this one {package_versions}")
+    done = {(r["library"], r["model"]) for r in record["rows"]}
+    wanted = {(e.library, e.name) for e in chosen}
+    rows = [r for r in record["rows"] if (r["library"], r["model"]) in wanted]
+    return rows, [e for e in chosen if (e.library, e.name) not in done]
 
 
 def _short(row: dict[str, Any]) -> str:
