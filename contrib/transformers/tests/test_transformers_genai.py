@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from tiny_models import CAUSAL_LMS, causal_lm
+from tiny_models import CAUSAL_LMS, bpe_tokenizer, causal_lm
 from transformers import AutoTokenizer
 
 import pt2onnx
@@ -69,19 +69,6 @@ def _nulls(tree, path: str = "") -> list[str]:
     if isinstance(tree, dict):
         return [p for key, value in tree.items() for p in _nulls(value, f"{path}.{key}")]
     return [path] if tree is None else []
-
-
-def _tokenizer():
-    """A small byte-level BPE tokenizer trained here (no Hub), as transformers wraps it."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=100, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=[])
-    tokenizer.train_from_iterator(["the quick brown fox jumps over the lazy dog"] * 10, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
 
 
 def test_every_tiny_causal_lm_is_tested_in_genai():
@@ -163,7 +150,7 @@ def test_a_model_without_eos_is_refused_with_what_to_set():
 
 
 def test_the_tokenizer_is_saved_and_names_the_ids_the_model_does_not(tmp_path):
-    tokenizer = _tokenizer()
+    tokenizer = bpe_tokenizer()
     model = causal_lm("qwen2")
     export_genai_folder(model, tmp_path, tokenizer=tokenizer)
     config = json.loads((tmp_path / "genai_config.json").read_text())
@@ -191,7 +178,7 @@ def test_a_static_cache_export_is_refused_naming_the_inputs_genai_does_not_feed(
 def test_the_cli_writes_a_genai_folder_with_the_checkpoints_tokenizer(tmp_path, capsys):
     model = causal_lm("qwen2", **QWEN2)
     model.save_pretrained(tmp_path / "qwen2")
-    _tokenizer().save_pretrained(tmp_path / "qwen2")
+    bpe_tokenizer().save_pretrained(tmp_path / "qwen2")
     folder = tmp_path / "genai"
     assert main(["causal-lm", str(tmp_path / "qwen2"), "--genai", str(folder), "--max-length", "40", "--verify"]) == 0
     out = capsys.readouterr().out

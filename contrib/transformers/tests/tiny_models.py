@@ -113,3 +113,16 @@ def seq2seq(name: str, **overrides) -> torch.nn.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return model_class(config_class(**{**arguments, **overrides})).eval()
+
+
+def bpe_tokenizer():
+    """A small byte-level BPE tokenizer trained here (no Hub), as transformers wraps it."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=100, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=[])
+    tokenizer.train_from_iterator(["the quick brown fox jumps over the lazy dog"] * 10, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>")

@@ -20,7 +20,9 @@ it with ``disable=["transformers"]`` or ``pt2onnx -p no:transformers``. It regis
 checkpoint folder without loading it (:func:`empty_causal_lm`, :mod:`.checkpoint`).
 :func:`export_seq2seq` exports an encoder-decoder model (T5, BART, Marian, Pegasus, Whisper) as
 optimum's three graphs with the cache, :func:`seq2seq_greedy_decode` decodes with them
-(:mod:`.seq2seq`; CLI: ``pt2onnx-transformers seq2seq MODEL -o FOLDER``).
+(:mod:`.seq2seq`; CLI: ``pt2onnx-transformers seq2seq MODEL -o FOLDER``);
+:func:`export_genai_whisper` writes Whisper as the onnxruntime-genai folder genai's model builder
+writes (:mod:`.genai_whisper`; CLI: ``pt2onnx-transformers seq2seq WHISPER --genai FOLDER``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pt2onnx.plugin import CustomOpRegistrar, PreparationRegistrar, hookimpl
 from . import moe
 from .checkpoint import empty_causal_lm
 from .genai import export_genai_folder, genai_config, save_genai_folder
+from .genai_whisper import GenaiWhisper, export_genai_whisper
 from .generation import empty_cache, greedy_decode
 from .inputs import cache_argument, causal_lm_inputs, export_causal_lm
 from .seq2seq import Seq2SeqExport, export_seq2seq, seq2seq_greedy_decode
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from .static import buffers_cache, static_cache_inputs
 
 __all__ = [
+    "GenaiWhisper",
     "Seq2SeqExport",
     "buffers_cache",
     "cache_argument",
@@ -49,6 +53,7 @@ __all__ = [
     "empty_cache",
     "export_causal_lm",
     "export_genai_folder",
+    "export_genai_whisper",
     "export_seq2seq",
     "genai_config",
     "greedy_decode",

@@ -4,6 +4,7 @@
     pt2onnx-transformers causal-lm MODEL --genai FOLDER [--tokenizer NAME] [--max-length N] [--verify]
     pt2onnx-transformers causal-lm MODEL (-o model.onnx | --genai FOLDER) --static-cache --max-length N
     pt2onnx-transformers seq2seq MODEL -o FOLDER
+    pt2onnx-transformers seq2seq WHISPER --genai FOLDER
 
 ``MODEL`` is a local checkpoint directory or a Hub model id (``AutoModelForCausalLM``);
 a directory holding only a ``config.json`` gives a random-weight model of that config. A local
@@ -14,7 +15,9 @@ as an onnxruntime-genai model folder (:func:`pt2onnx_transformers.save_genai_fol
 model, its external data, ``genai_config.json``, and the tokenizer's files: ``--tokenizer``'s,
 else ``MODEL``'s when it has them). ``--static-cache`` exports past buffers of ``--max-length``
 tokens that ``present`` updates in place (``export_causal_lm(cache="static")``), which genai runs
-with ``past_present_share_buffer: true``. Exit status as ``pt2onnx``'s: 0 success, 1 error, 2 usage,
+with ``past_present_share_buffer: true``. ``seq2seq`` writes optimum's encoder and decoder graphs
+(:func:`pt2onnx_transformers.export_seq2seq`), or for Whisper with ``--genai`` an onnxruntime-genai
+folder (:func:`pt2onnx_transformers.genai_whisper.export_genai_whisper`). Exit status as ``pt2onnx``'s: 0 success, 1 error, 2 usage,
 4 capture failed, 5 the model differs from eager.
 """
 
@@ -35,6 +38,7 @@ from pt2onnx.errors import CaptureError, Pt2OnnxError, VerificationError
 
 from .checkpoint import empty_causal_lm, is_checkpoint, on_meta
 from .genai import CONFIG_FILE, save_genai_folder
+from .genai_whisper import AUDIO_PROCESSOR_FILE, export_genai_whisper
 from .inputs import causal_lm_inputs, export_causal_lm
 from .merged import USE_CACHE_BRANCH
 from .seq2seq import export_seq2seq
@@ -108,7 +112,14 @@ def _parser() -> argparse.ArgumentParser:
         help="an encoder-decoder model: encoder, decoder, decoder-with-past and merged decoder graphs (optimum's files)",
     )
     s2s.add_argument("model", metavar="MODEL", help="checkpoint directory, Hub id, or directory with a config.json")
-    s2s.add_argument("-o", "--output", required=True, metavar="FOLDER", help="the folder the three graphs go in")
+    s2s_to = s2s.add_mutually_exclusive_group(required=True)
+    s2s_to.add_argument("-o", "--output", metavar="FOLDER", help="the folder the graphs go in")
+    s2s_to.add_argument(
+        "--genai",
+        metavar="FOLDER",
+        help="Whisper as an onnxruntime-genai folder: encoder.onnx, decoder.onnx, their data, genai_config.json, "
+        "the tokenizer and audio_processor_config.json where MODEL has them",
+    )
     s2s.add_argument("--opset", type=int, default=None)
     return parser
 
@@ -234,6 +245,8 @@ def _seq2seq(args: argparse.Namespace) -> int:
             f"pt2onnx-transformers: error: cannot load {args.model!r} as an encoder-decoder model: {e}", file=sys.stderr
         )
         return 2
+    if args.genai is not None:
+        return _genai_whisper(model, args)
     try:
         exported = export_seq2seq(model, opset=args.opset)
         exported.save(args.output)
@@ -248,6 +261,30 @@ def _seq2seq(args: argparse.Namespace) -> int:
         f"saved {Path(args.output) / 'decoder_model_merged'}.onnx: If over the two decoder graphs; "
         f"inputs: decoder_with_past_model's and {USE_CACHE_BRANCH}"
     )
+    return 0
+
+
+def _genai_whisper(model: torch.nn.Module, args: argparse.Namespace) -> int:
+    from transformers import AutoFeatureExtractor
+
+    extras: dict[str, Any] = {}
+    for name, load in (("tokenizer", load_tokenizer), ("feature_extractor", AutoFeatureExtractor.from_pretrained)):
+        try:
+            extras[name] = load(args.model)
+        except (OSError, ValueError) as e:
+            print(f"no {name.replace('_', ' ')} for {args.model!r} ({type(e).__name__}); the folder is written without")
+    if extras.get("feature_extractor") is None:
+        print(f"no {AUDIO_PROCESSOR_FILE}: feed audio_features with Generator.set_model_input")
+    try:
+        exported = export_genai_whisper(model, args.genai, opset=args.opset, **extras)
+    except Pt2OnnxError as e:
+        print(f"pt2onnx-transformers: error: {e}", file=sys.stderr)
+        return 4 if isinstance(e, CaptureError) else 1
+    for name, result in (("encoder", exported.encoder), ("decoder", exported.decoder)):
+        print(
+            f"saved {Path(args.genai) / name}.onnx: {len(result.model.graph)} nodes; inputs: {', '.join(result.input_names)}"
+        )
+    print(_describe_genai(Path(args.genai), extras.get("tokenizer")))
     return 0
 
 

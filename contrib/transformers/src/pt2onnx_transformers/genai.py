@@ -240,6 +240,11 @@ def export_genai_folder(
     """
     if not is_transformers_model(model):
         raise TypeError(f"export_genai_folder takes a transformers PreTrainedModel, got {type(model).__name__}")
+    if getattr(model.config, "is_encoder_decoder", False):
+        raise GenaiError(
+            f"export_genai_folder writes a causal LM's folder, and {type(model).__name__} is an encoder-decoder model",
+            hint="for Whisper, use pt2onnx_transformers.export_genai_whisper (genai runs no other encoder-decoder type)",
+        )
     cache_options = {"cache": "static", "max_length": max_length} if cache == "static" else {"cache": cache}
     result = export_causal_lm(model, **cache_options, **export_options)
     save_genai_folder(model, result, folder, tokenizer=tokenizer, max_length=max_length)
