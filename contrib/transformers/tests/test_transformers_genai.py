@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from genai_steps import logits_to_the_end
 from tiny_models import CAUSAL_LMS, bpe_tokenizer, causal_lm
 from transformers import AutoTokenizer
 
@@ -45,12 +46,7 @@ def _genai_greedy(folder, prompt: list[int], new_tokens: int) -> tuple[list[int]
     params.set_search_options(max_length=len(prompt) + new_tokens, do_sample=False)
     generator = og.Generator(model, params)
     generator.append_tokens(prompt)
-    logits = [generator.get_logits().copy()]
-    while True:
-        generator.generate_next_token()
-        if generator.is_done():
-            break
-        logits.append(generator.get_logits().copy())
+    logits = logits_to_the_end(generator)
     return [int(t) for t in generator.get_sequence(0)], np.concatenate([x.reshape(1, -1) for x in logits])
 
 

@@ -11,6 +11,7 @@ import wave
 import numpy as np
 import pytest
 import torch
+from genai_steps import logits_to_the_end
 from tiny_models import bpe_tokenizer, seq2seq
 
 from pt2onnx_transformers import export_genai_folder
@@ -56,12 +57,7 @@ def _genai_greedy(folder, features: torch.Tensor, prompt: list[int], new_tokens:
     generator = og.Generator(model, params)
     generator.set_model_input("audio_features", features.numpy())
     generator.append_tokens(np.array([prompt] * features.shape[0], dtype=np.int32))
-    logits = [generator.get_logits().copy()]
-    while True:
-        generator.generate_next_token()
-        if generator.is_done():
-            break
-        logits.append(generator.get_logits().copy())
+    logits = logits_to_the_end(generator)
     tokens = np.stack([generator.get_sequence(i) for i in range(features.shape[0])])
     return tokens, np.stack([x.reshape(features.shape[0], -1) for x in logits])
 
