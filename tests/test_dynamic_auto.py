@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 from torch.export import Dim
@@ -214,3 +216,53 @@ def test_auto_where_every_dim_dynamic_fails_keeps_the_batch_dynamic_and_says_why
 def test_a_spec_the_user_gives_is_not_narrowed():
     with pytest.raises(pt2onnx.errors.CaptureError, match="cannot be symbolic"):
         pt2onnx.export(LengthAsData(), (torch.randn(3, 5),), dynamic_shapes={"x": {1: Dim("length")}}, fallback=False)
+
+
+class SlowWhenTheLengthIsSymbolic(torch.nn.Module):
+    """Stands for a capture sympy keeps busy for minutes (timm's DaViT: floor divisions of window reshapes)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def forward(self, x):
+        if isinstance(x.shape[1], torch.SymInt):
+            time.sleep(self.seconds)
+        return x * 2
+
+
+def test_an_auto_capture_past_its_time_is_narrowed_and_says_so(monkeypatch):
+    monkeypatch.setenv(pt2onnx.capture.AUTO_CAPTURE_SECONDS, "1")
+    start = time.perf_counter()
+    with pytest.warns(pt2onnx.capture.CaptureFallbackWarning, match="ran past 1 s"):
+        result = pt2onnx.export(SlowWhenTheLengthIsSymbolic(120), (torch.randn(3, 5),), dynamic_shapes="auto")
+    assert time.perf_counter() - start < 60, "the capture was not stopped"
+    why = result.report.static_dims["x"][1]
+    assert why.startswith("kept at 5: with every dim dynamic the capture ran past 1 s (torch's symbolic shapes; ")
+    assert why.endswith("the batch dims (axis 0) kept dynamic")
+    other = torch.randn(7, 5)
+    torch.testing.assert_close(torch.as_tensor(result.run(other)), other * 2)
+
+
+def test_a_spec_the_user_gives_and_auto_with_no_bound_are_never_stopped(monkeypatch):
+    monkeypatch.setenv(pt2onnx.capture.AUTO_CAPTURE_SECONDS, "1")
+    given = pt2onnx.export(
+        SlowWhenTheLengthIsSymbolic(1.5), (torch.randn(3, 5),), dynamic_shapes={"x": {1: Dim("length")}}
+    )
+    monkeypatch.setenv(pt2onnx.capture.AUTO_CAPTURE_SECONDS, "0")
+    waited = pt2onnx.export(SlowWhenTheLengthIsSymbolic(1.5), (torch.randn(3, 5),), dynamic_shapes="auto")
+    assert not waited.report.static_dims
+    for result in (given, waited):
+        longer = torch.randn(3, 9)  # the length dynamic: both captures ran to their end
+        torch.testing.assert_close(torch.as_tensor(result.run(longer)), longer * 2)
+
+
+def test_the_auto_capture_bound_is_read_from_the_environment(monkeypatch):
+    from pt2onnx.capture import AUTO_CAPTURE_SECONDS, auto_capture_seconds
+
+    for text, seconds in (("", 300.0), ("45", 45.0), ("0", None), ("2.5", 2.5)):
+        monkeypatch.setenv(AUTO_CAPTURE_SECONDS, text)
+        assert auto_capture_seconds() == seconds
+    monkeypatch.setenv(AUTO_CAPTURE_SECONDS, "five minutes")
+    with pytest.raises(pt2onnx.errors.CaptureError, match="is not a number of seconds"):
+        auto_capture_seconds()

@@ -36,6 +36,9 @@ as ``Dim.AUTO``; ``Captured.refined`` lists them, and the report shows them. Whe
 capture still fails, it is retried with only the batch dims (axis 0) dynamic, then with every
 dim static, and ``Captured.narrowed`` says why the other dims are static (torch's symbolic
 shapes cannot take every model: S3D's pooling sends sympy an inequality it cannot solve).
+A capture with every dim dynamic that runs past :func:`auto_capture_seconds` (sympy
+simplifying the floor divisions of window attention's reshapes for many minutes: timm's
+DaViT and LaMHaloBotNet, torchvision's MaxViT) is stopped and narrowed the same way.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import contextlib
 import importlib.util
 import os
 import re
+import signal
 import sysconfig
 import threading
 import traceback
@@ -442,21 +446,33 @@ def capture(
             stacklevel=3,
         )
     kwargs = dict(kwargs or {})
+    limit = auto_capture_seconds() if narrow else None
     with tracing_lock, around(), keywords_as_parameters(module, kwargs):
         try:
-            return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback, refine)
+            with _time_limit(limit):
+                return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback, refine)
         except CaptureError as error:
             if not narrow:
                 raise
-            failure = error
+            cause = error.__cause__ or error
+            first = next((line.strip() for line in str(cause).splitlines() if line.strip()), "")
+            failed = f"failed ({type(cause).__name__}: {first[:200]})"
+            failure: CaptureError | None = error
+        except _OutOfTime:
+            failed = f"ran past {limit:g} s (torch's symbolic shapes; {AUTO_CAPTURE_SECONDS}=0 waits for it)"
+            failure = None
+        last: CaptureError | None = None
         for spec, kept in ((_batch_dims_only(dynamic_shapes), "the batch dims (axis 0)"), (None, "no dim")):
             try:
-                captured = _capture_module(module, args, kwargs, spec, strict, fallback, refine)
-            except CaptureError:
+                # The static capture, last, is not bounded: it is the export as the user would write it.
+                with _time_limit(limit if spec is not None else None):
+                    captured = _capture_module(module, args, kwargs, spec, strict, fallback, refine)
+            except CaptureError as error:
+                last = error
                 continue
-            cause = failure.__cause__ or failure
-            first = next((line.strip() for line in str(cause).splitlines() if line.strip()), "")
-            why = f"with every dim dynamic the capture failed ({type(cause).__name__}: {first[:200]}); {kept} kept dynamic"
+            except _OutOfTime:
+                continue
+            why = f"with every dim dynamic the capture {failed}; {kept} kept dynamic"
             device = _accelerator(module, args, kwargs)
             on_cpu = f" (the model is on {device}: exported from the CPU it may keep more)" if device else ""
             warnings.warn(
@@ -465,7 +481,66 @@ def capture(
                 stacklevel=3,
             )
             return replace(captured, narrowed=why)
-        raise failure
+        # Out of time with every dim dynamic: the static capture's own error (it is never bounded).
+        stopped = failure or last
+        assert stopped is not None  # the static capture returns or raises a CaptureError
+        raise stopped
+
+
+#: The environment variable that bounds an ``"auto"`` capture with dims narrowed after it (0: no bound).
+AUTO_CAPTURE_SECONDS = "PT2ONNX_AUTO_CAPTURE_SECONDS"
+_DEFAULT_AUTO_CAPTURE_SECONDS = 300.0
+
+
+def auto_capture_seconds() -> float | None:
+    """How long a ``dynamic_shapes="auto"`` capture may run before it is retried with fewer dims
+    dynamic: ``$PT2ONNX_AUTO_CAPTURE_SECONDS``, 300 by default; None (no bound) for 0."""
+    text = os.environ.get(AUTO_CAPTURE_SECONDS, "").strip()
+    try:
+        seconds = float(text) if text else _DEFAULT_AUTO_CAPTURE_SECONDS
+    except ValueError:
+        raise CaptureError(
+            f"{AUTO_CAPTURE_SECONDS}={text!r} is not a number of seconds",
+            hint=f"set it to the seconds a capture may take, or 0 for no bound (default {_DEFAULT_AUTO_CAPTURE_SECONDS:g})",
+        ) from None
+    return seconds if seconds > 0 else None
+
+
+class _OutOfTime(BaseException):
+    """The capture ran past its time: a BaseException, as KeyboardInterrupt, so that no capture
+    retry or torch code catching ``Exception`` takes it for the model's failure."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`_OutOfTime` in this thread ``seconds`` from now, and every half second after
+    until the block ends (a retry inside the block is stopped too).
+
+    By SIGALRM, so only in the main thread of a process that does not handle SIGALRM itself, where
+    the OS has it; elsewhere the block runs unbounded.
+    """
+    usable = (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+    )
+    if seconds is None or not usable:
+        yield
+        return
+    active = [True]
+
+    def expire(signum: int, frame: Any) -> None:
+        if active[0]:
+            raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
+    try:
+        yield
+    finally:
+        active[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _batch_dims_only(dynamic_shapes: Any) -> Any:
