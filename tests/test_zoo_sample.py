@@ -182,3 +182,29 @@ def test_a_resumed_run_keeps_the_models_it_finished_and_runs_only_the_others() -
     assert [e.name for e in rest] == ["b", "c"]
     with pytest.raises(SystemExit, match="earlier run had"):
         resumed(record, chosen, {"torch": "2.12.0"})
+
+
+def test_each_exporter_runs_in_a_process_of_its_own_under_the_whole_timeout(monkeypatch) -> None:
+    import subprocess
+
+    from benchmarks.zoo import run
+
+    calls = []
+
+    def fake_run(command, *, timeout, **kwargs):
+        exporter = command[command.index("--exporters") + 1]
+        calls.append((exporter, timeout))
+        if exporter == "pt2onnx":  # the first one's hang does not cut the second one's time
+            raise subprocess.TimeoutExpired(command, timeout)
+        return subprocess.CompletedProcess(command, 3, "", "worker died\n")
+
+    monkeypatch.setattr(run.subprocess, "run", fake_run)
+    rows = run.run_model("timm", "test_vit", ("pt2onnx", "torch.onnx"), ("static", "auto"), ("onnxruntime",), 50)
+    assert calls == [("pt2onnx", 50), ("torch.onnx", 50)]
+    exports = {(r["exporter"], r["mode"]): r["export"] for r in rows}
+    assert exports == {
+        ("pt2onnx", "static"): "fail: timeout after 50 s",
+        ("pt2onnx", "auto"): "fail: timeout after 50 s",
+        ("torch.onnx", "static"): "fail: crash: exit 3: worker died",
+        ("torch.onnx", "auto"): "fail: crash: exit 3: worker died",
+    }
