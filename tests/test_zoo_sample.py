@@ -208,3 +208,45 @@ def test_each_exporter_runs_in_a_process_of_its_own_under_the_whole_timeout(monk
         ("torch.onnx", "static"): "fail: crash: exit 3: worker died",
         ("torch.onnx", "auto"): "fail: crash: exit 3: worker died",
     }
+
+
+def test_runs_merge_with_a_later_run_of_a_model_replacing_the_earlier_one() -> None:
+    from benchmarks.zoo.run import merged
+
+    def row(model: str, export: str) -> dict[str, str]:
+        return {"library": "timm", "model": model, "exporter": "pt2onnx", "mode": "auto", "export": export}
+
+    first = {
+        "command": "a",
+        "date": "d1",
+        "versions": {"torch": "2.13.0"},
+        "rows": [row("x", "timeout"), row("y", "pass")],
+    }
+    again = {
+        "command": "b",
+        "date": "d2",
+        "versions": {"torch": "2.13.0"},
+        "rows": [row("x", "pass"), row("z", "pass")],
+    }
+    record = merged([first, again])
+    assert record["rows"] == [row("x", "pass"), row("y", "pass"), row("z", "pass")]
+    assert record["command"] == "a + b"
+    with pytest.raises(SystemExit, match="do not mix"):
+        merged([first, {**again, "versions": {"torch": "2.12.0"}}])
+
+
+def test_shards_split_the_chosen_models_between_runs(tmp_path, monkeypatch) -> None:
+    from benchmarks.zoo import run
+
+    ran: list[str] = []
+    monkeypatch.setattr(
+        run,
+        "run_model",
+        lambda library, name, *rest: ran.append(name) or [{"exporter": "e", "mode": "m", "model_s": 0, "built": "no"}],
+    )
+    monkeypatch.setattr(run, "markdown", lambda *args: "")
+    names = [e.name for e in run.select(["timm"], None, 0)]
+    for k in range(3):
+        run.main(["--library", "timm", "--shard", f"{k}/3", "--out", str(tmp_path / f"shard{k}")])
+    assert sorted(ran) == sorted(names) and len(ran) == len(names)
+    assert ran[: len(names[0::3])] == names[0::3]

@@ -633,6 +633,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--resume", action="store_true", help="keep the models <out>.json already holds and run only the others"
     )
+    parser.add_argument(
+        "--shard", metavar="K/N", help="only every N-th chosen model from the K-th (0-based): N runs side by side"
+    )
+    parser.add_argument(
+        "--merge",
+        metavar="A.json,B.json",
+        help="run nothing: write <out> from these runs' rows, a later file's rows replacing an earlier one's model",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # LIBRARY:NAME, in the model's own process
     parser.add_argument("--rows", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
@@ -644,9 +652,17 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     command = shlex.join(["python", "benchmarks/zoo/run.py", *(sys.argv[1:] if argv is None else argv)])
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if options.merge:
+        record = merged([json.loads(Path(f).read_text()) for f in options.merge.split(",")])
+        _write(options.out, record)
+        print(f"wrote {options.out}.json and {options.out}.md: {len(record['rows'])} rows")
+        return
     chosen = select(
         options.library.split(","), options.sample, options.seed, options.models.split(",") if options.models else ()
     )
+    if options.shard:
+        k, n = (int(part) for part in options.shard.split("/"))
+        chosen = chosen[k::n]
     rows: list[dict[str, Any]] = []
     package_versions = versions()
     options.out.parent.mkdir(parents=True, exist_ok=True)
@@ -659,10 +675,34 @@ def main(argv: Sequence[str] | None = None) -> None:
         summary = ", ".join(f"{r['exporter']}/{r['mode']}: {_short(r)}" for r in model_rows_)
         print(f"[{i}/{len(chosen)}] {item.library} {item.name} ({model_rows_[0]['model_s']} s): {summary}", flush=True)
         # Written after every model: a run of hours stopped early keeps the models it finished.
-        record = {"command": command, "date": when, "versions": package_versions, "rows": rows}
-        Path(f"{options.out}.json").write_text(json.dumps(record, indent=1) + "\n")
-        Path(f"{options.out}.md").write_text(markdown(rows, command, when, package_versions))
+        _write(options.out, {"command": command, "date": when, "versions": package_versions, "rows": rows})
     print(f"wrote {options.out}.json and {options.out}.md")
+
+
+def _write(out: Path, record: dict[str, Any]) -> None:
+    Path(f"{out}.json").write_text(json.dumps(record, indent=1) + "\n")
+    Path(f"{out}.md").write_text(markdown(record["rows"], record["command"], record["date"], record["versions"]))
+
+
+def merged(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One record of several runs of the same packages (shards, or a model run again with more time):
+    each model's rows from the last run that has it, in the order models first appear."""
+    versions_ = records[0]["versions"]
+    for record in records[1:]:
+        if record["versions"] != versions_:
+            raise SystemExit(f"--merge: runs of other packages ({versions_} and {record['versions']}) do not mix")
+    latest: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in record["rows"]:
+            runs.setdefault((row["library"], row["model"]), []).append(row)
+        latest.update(runs)
+    return {
+        "command": " + ".join(r["command"] for r in records),
+        "date": " to ".join(sorted({records[0]["date"], records[-1]["date"]})),
+        "versions": versions_,
+        "rows": [row for rows in latest.values() for row in rows],
+    }
 
 
 def resumed(
