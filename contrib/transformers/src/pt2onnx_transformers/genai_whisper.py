@@ -33,7 +33,13 @@ import pt2onnx
 from .genai import CONFIG_FILE, GenaiError, _special_token_ids
 from .inputs import cache_argument, example_device, is_transformers_model
 
-__all__ = ["GenaiWhisper", "export_genai_whisper", "genai_whisper_config"]
+__all__ = [
+    "GenaiWhisper",
+    "audio_processor_config",
+    "export_genai_whisper",
+    "genai_whisper_config",
+    "save_genai_whisper",
+]
 
 ENCODER_FILE = "encoder.onnx"
 DECODER_FILE = "decoder.onnx"
@@ -143,6 +149,8 @@ def export_genai_whisper(
             names no end-of-sequence token.
     """
     _check_whisper(model)
+    if folder is not None:
+        _special_token_ids(model, tokenizer)  # a model genai cannot stop fails before two exports
     model = model.eval()
     config: Any = model.config
     device = example_device(model)
@@ -182,7 +190,7 @@ def export_genai_whisper(
 
 
 def genai_whisper_config(
-    model: torch.nn.Module, exported: GenaiWhisper, *, max_length: int | None = None
+    model: torch.nn.Module, exported: GenaiWhisper, *, tokenizer: Any = None, max_length: int | None = None
 ) -> dict[str, Any]:
     """The ``genai_config.json`` of a Whisper export, as genai's model builder writes it for Whisper.
 
@@ -192,7 +200,7 @@ def genai_whisper_config(
     """
     _check_whisper(model)
     config: Any = model.config
-    bos, eos, pad = _special_token_ids(model, None)
+    bos, eos, pad = _special_token_ids(model, tokenizer)
     session = {"log_id": "onnxruntime-genai", "provider_options": []}
     logits = next(v for v in exported.decoder.model.graph.outputs if v.name == "logits")
     vocab = logits.shape[-1] if logits.shape is not None and isinstance(logits.shape[-1], int) else config.vocab_size
@@ -290,7 +298,7 @@ def save_genai_whisper(
     max_length: int | None = None,
 ) -> list[Path]:
     """Write ``exported`` as an onnxruntime-genai folder (:func:`export_genai_whisper`); returns the files written."""
-    config = genai_whisper_config(model, exported, max_length=max_length)
+    config = genai_whisper_config(model, exported, tokenizer=tokenizer, max_length=max_length)
     processor = audio_processor_config(feature_extractor) if feature_extractor is not None else None
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
