@@ -210,26 +210,32 @@ def test_each_exporter_runs_in_a_process_of_its_own_under_the_whole_timeout(monk
     }
 
 
-def test_runs_merge_with_a_later_run_of_a_model_replacing_the_earlier_one() -> None:
+def test_runs_merge_with_a_later_run_of_a_row_replacing_the_earlier_one() -> None:
     from benchmarks.zoo.run import merged
 
-    def row(model: str, export: str) -> dict[str, str]:
-        return {"library": "timm", "model": model, "exporter": "pt2onnx", "mode": "auto", "export": export}
+    def row(model: str, exporter: str, export: str) -> dict[str, str]:
+        return {"library": "timm", "model": model, "exporter": exporter, "mode": "auto", "export": export}
 
     first = {
         "command": "a",
         "date": "d1",
         "versions": {"torch": "2.13.0"},
-        "rows": [row("x", "timeout"), row("y", "pass")],
+        "rows": [row("x", "pt2onnx", "timeout"), row("x", "torch.onnx", "fail"), row("y", "pt2onnx", "pass")],
     }
     again = {
         "command": "b",
         "date": "d2",
         "versions": {"torch": "2.13.0"},
-        "rows": [row("x", "pass"), row("z", "pass")],
+        "rows": [row("x", "pt2onnx", "pass"), row("z", "pt2onnx", "pass")],
     }
     record = merged([first, again])
-    assert record["rows"] == [row("x", "pass"), row("y", "pass"), row("z", "pass")]
+    # x's torch.onnx row, not run again, stays.
+    assert record["rows"] == [
+        row("x", "pt2onnx", "pass"),
+        row("x", "torch.onnx", "fail"),
+        row("y", "pt2onnx", "pass"),
+        row("z", "pt2onnx", "pass"),
+    ]
     assert record["command"] == "a + b"
     with pytest.raises(SystemExit, match="do not mix"):
         merged([first, {**again, "versions": {"torch": "2.12.0"}}])

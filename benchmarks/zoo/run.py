@@ -639,7 +639,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--merge",
         metavar="A.json,B.json",
-        help="run nothing: write <out> from these runs' rows, a later file's rows replacing an earlier one's model",
+        help="run nothing: write <out> from these runs' rows, a later file's row of a model, exporter and mode "
+        "replacing an earlier one's",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # LIBRARY:NAME, in the model's own process
     parser.add_argument("--rows", type=Path, help=argparse.SUPPRESS)
@@ -685,23 +686,19 @@ def _write(out: Path, record: dict[str, Any]) -> None:
 
 
 def merged(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One record of several runs of the same packages (shards, or a model run again with more time):
-    each model's rows from the last run that has it, in the order models first appear."""
+    """One record of several runs of the same packages (shards, or some exporters and modes of a model
+    run again with more time): each row (model, exporter, mode) from the last run that has it, in the
+    order rows first appear."""
     versions_ = records[0]["versions"]
     for record in records[1:]:
         if record["versions"] != versions_:
             raise SystemExit(f"--merge: runs of other packages ({versions_} and {record['versions']}) do not mix")
-    latest: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for record in records:
-        runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row in record["rows"]:
-            runs.setdefault((row["library"], row["model"]), []).append(row)
-        latest.update(runs)
+    latest = {(r["library"], r["model"], r["exporter"], r["mode"]): r for record in records for r in record["rows"]}
     return {
         "command": " + ".join(r["command"] for r in records),
         "date": " to ".join(sorted({records[0]["date"], records[-1]["date"]})),
         "versions": versions_,
-        "rows": [row for rows in latest.values() for row in rows],
+        "rows": list(latest.values()),
     }
 
 
