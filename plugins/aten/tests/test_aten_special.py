@@ -57,6 +57,19 @@ def test_assertions_vanish(x):
     assert_exports_like_eager(model, (x,), expect_ops=["aten::_assert_tensor_metadata", "aten::_assert_scalar"])
 
 
+@given(x=tensors(shapes(min_rank=1, max_rank=3, max_side=3)))
+def test_checks_on_values_vanish(x):
+    def checked(t):
+        torch._assert_async((t == t).any() | (t != t).any(), "values compare")
+        torch._assert_async((t.abs() >= 0).any() | (t != t).any())
+        return t * 2
+
+    # No re-trace (decompose_all=False, ops with converters): a re-trace drops the check without a message.
+    assert_exports_like_eager(
+        Fn(checked), (x,), expect_ops=["aten::_assert_async.msg", "aten::_assert_async.default"], decompose_all=False
+    )
+
+
 @given(rows=st.integers(2, 6))
 def test_range_constraints_vanish(rows):
     # torch.export folds these into its range constraints; re-traced programs still carry
