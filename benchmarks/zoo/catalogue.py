@@ -94,6 +94,10 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "OpenVINO's, not reduced yet: 0.0114 from eager in float64 where onnxruntime runs the same file within "
         "1.8e-8 and eager's float32 run is 1.45e-8 off; torch.onnx's static file fails the same way"
     ),
+    ("timm", "test_vit", "auto", "openvino"): (
+        "OpenVINO's, not reduced yet: 0.0139 from eager in float64 in OpenVINO with the auto file, where "
+        "onnxruntime runs it right and the static file passes; torch.onnx's auto file fails the same way"
+    ),
     ("transformers", "paligemma", "*", "onnxruntime"): (
         "transformers' two attention paths disagree, not the export: the config's text model has "
         "use_bidirectional_attention, so eager SDPA, skipping the all-ones mask, attends both ways, while "
