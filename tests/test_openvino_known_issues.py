@@ -226,3 +226,76 @@ def test_a_write_of_nothing_carries_no_empty_constant_and_runs_in_openvino(tmp_p
         expected = EmptyRegions()(sample).numpy()
         assert np.abs(compiled({"x": sample.numpy()})[compiled.output(0)] - expected).max() == 0
         assert result.verify(sample).ok
+
+
+def _mul_conv(pads: int) -> onnx.ModelProto:
+    """``Conv(x * scale, w)``: ``x`` 3x3, ``scale`` one factor per column, a 3x3 kernel."""
+    rng = np.random.default_rng(0)
+    scale = onnx.numpy_helper.from_array(np.array([1.0, 2.0, 4.0], np.float32), "scale")
+    weights = onnx.numpy_helper.from_array(rng.standard_normal((1, 1, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Mul", ["x", "scale"], ["scaled"]),
+            helper.make_node("Conv", ["scaled", "w"], ["y"], pads=[pads] * 4),
+        ],
+        "mul_conv",
+        [_value("x", [1, 1, 3, 3])],
+        [_value("y", [1, 1, 3 - 2 + 2 * pads, 3 - 2 + 2 * pads])],
+        initializer=[scale, weights],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def _mul_conv_diffs(model: onnx.ModelProto) -> tuple[float, float]:
+    """onnxruntime's and OpenVINO's max abs difference from torch's ``conv2d(x * scale, w)``."""
+    onnx.checker.check_model(model, full_check=True)
+    x = np.random.default_rng(1).standard_normal((1, 1, 3, 3)).astype(np.float32)
+    scale, weights = (onnx.numpy_helper.to_array(i) for i in model.graph.initializer)
+    pads = model.graph.node[1].attribute[0].ints[0]
+    expected = torch.nn.functional.conv2d(torch.from_numpy(x * scale), torch.from_numpy(weights), padding=pads).numpy()
+    got_ort = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    core = openvino.Core()
+    compiled = core.compile_model(
+        core.read_model(model.SerializeToString(), b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"}
+    )
+    got_ov = compiled({"x": x})[compiled.output(0)]
+    return float(np.abs(got_ort[0] - expected).max()), float(np.abs(got_ov - expected).max())
+
+
+def test_openvino_folds_a_per_pixel_multiply_into_the_conv_after_it():
+    on_ort, on_openvino = _mul_conv_diffs(_mul_conv(pads=1))
+    assert on_ort < 1e-5
+    assert on_openvino > 0.5, (
+        f"OpenVINO {openvino.get_version()} no longer folds a per-pixel Multiply into a Conv's weights (max diff "
+        f"{on_openvino:.2e}): remove its entry in docs/runtime_issues.md and this test; the division before the sum "
+        "in pt2onnx_aten.pooling._adaptive_mean can stay"
+    )
+    # Unpadded, the 3x3 kernel covers the 3x3 map once, so per tap is per pixel: folding is right.
+    assert max(_mul_conv_diffs(_mul_conv(pads=0))) < 1e-5
+
+
+class _PoolThenConv(torch.nn.Module):
+    """CSATv2's spatial attention: an adaptive pool that upsamples 4x4 to 7x7, then a 7x7 Conv padded by 3."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 1, 7, padding=3)
+
+    def forward(self, x):
+        return self.conv(torch.nn.functional.adaptive_avg_pool2d(x, 7))
+
+
+def test_an_upsampling_adaptive_pool_before_a_conv_runs_right_in_openvino(tmp_path):
+    import pt2onnx
+
+    torch.manual_seed(0)
+    model, x = _PoolThenConv().eval(), torch.randn(2, 2, 4, 4)
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(model, (x,)).save(path)
+    core = openvino.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    with torch.no_grad():
+        expected = model(x).numpy()
+    assert np.abs(compiled({"x": x.numpy()})[compiled.output(0)] - expected).max() < 1e-5
+    got_ort = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x.numpy()})[0]
+    assert np.abs(got_ort - expected).max() < 1e-5

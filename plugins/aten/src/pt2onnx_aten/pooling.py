@@ -244,17 +244,20 @@ def _adaptive_mean(op, x, axis, n, out):
     """The mean of every adaptive bin along ``axis`` (negative: counted from the end).
 
     Bins of unequal sizes overlap, so no pooling window reads them: each bin gathers its
-    positions, zeroes those of its wider neighbours (a Where, so a NaN or inf outside the
-    bin stays out) and sums them.
+    positions, divides them by its size, zeroes those of its wider neighbours (a Where, so a
+    NaN or inf outside the bin stays out) and sums them. The division comes before the sum:
+    a division by per-bin sizes last would sit right before the Conv that often follows, and
+    OpenVINO folds such a Multiply into the Conv's weights when the bins match its kernel,
+    wrongly (docs/runtime_issues.md, "a Multiply before a Conv").
     """
     index, inside, count = _bin_layout(op, n, out)
+    count = op.Unsqueeze(count, op.constant([1]))  # each bin's size, over its positions
     after = list(range(1, -axis))  # the dims after ``axis``: the masks broadcast over them
     if after:
         inside = op.Unsqueeze(inside, op.constant([a + 1 for a in after]))
-        count = op.Unsqueeze(count, op.constant(after))
-    gathered = op.Gather(x, index, axis=axis)
-    summed = op.ReduceSum(op.Where(inside, gathered, op.constant(0.0, x.dtype)), op.constant([axis]), keepdims=0)
-    return op.Div(summed, op.Cast(count, to=x.dtype))
+        count = op.Unsqueeze(count, op.constant([a + 1 for a in after]))
+    shares = op.Div(op.Gather(x, index, axis=axis), op.Cast(count, to=x.dtype))
+    return op.ReduceSum(op.Where(inside, shares, op.constant(0.0, x.dtype)), op.constant([axis]), keepdims=0)
 
 
 @converter(
