@@ -299,3 +299,33 @@ def test_an_upsampling_adaptive_pool_before_a_conv_runs_right_in_openvino(tmp_pa
     assert np.abs(compiled({"x": x.numpy()})[compiled.output(0)] - expected).max() < 1e-5
     got_ort = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x.numpy()})[0]
     assert np.abs(got_ort - expected).max() < 1e-5
+
+
+class _PositionTable(torch.nn.Module):
+    """timm's ViTs at any image size: a 6x6 position table resized (bicubic, antialiased) to the patch grid."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(1, 4, 6, 6))
+
+    def forward(self, x):
+        grid = torch.nn.functional.interpolate(
+            self.table, size=(x.shape[-2], x.shape[-1]), mode="bicubic", antialias=True
+        )
+        return x + grid
+
+
+def test_a_table_resized_to_dynamic_sizes_runs_right_in_openvino(tmp_path):
+    import pt2onnx
+
+    torch.manual_seed(0)
+    model = _PositionTable().eval()
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(model, (torch.randn(1, 4, 4, 5),), dynamic_shapes="auto").save(path)
+    core = openvino.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    for size in [(4, 5), (3, 9), (12, 12)]:  # down, up and both: each a weight matrix of its own
+        x = torch.randn(1, 4, *size)
+        with torch.no_grad():
+            expected = model(x).numpy()
+        assert np.abs(compiled({"x": x.numpy()})[compiled.output(0)] - expected).max() < 1e-5

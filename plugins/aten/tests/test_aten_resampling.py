@@ -270,6 +270,31 @@ def test_antialiased_interpolate_of_static_sizes_weighs_as_torch(mode, data, by_
     assert "Resize" not in {n.op_type for n in result.model.graph}
 
 
+class _ResizedTable(torch.nn.Module):
+    """A ViT's position embeddings: a table of fixed size resized to the input's (dynamic) grid."""
+
+    def __init__(self, table, mode):
+        super().__init__()
+        self.table, self.mode = torch.nn.Parameter(table), mode
+
+    def forward(self, x):
+        grid = (x.shape[-2], x.shape[-1])
+        return x + F.interpolate(self.table, size=grid, mode=self.mode, antialias=True)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@given(data=st.data())
+def test_a_static_table_resized_to_dynamic_sizes_weighs_as_torch(mode, data):
+    # The weights are computed in the graph from the output size, for OpenVINO (which ignores
+    # Resize's antialias): checked at the example's grid and at other sizes, down and up.
+    # float32 only: torch has no half kernel.
+    table_size, grid = (data.draw(st.integers(1, 16)), data.draw(st.integers(2, 16))), data.draw(st.integers(2, 20))
+    table = data.draw(tensors((1, 2, *table_size), torch.float32, **INTERPOLATED))
+    x = data.draw(tensors((1, 2, grid, data.draw(st.integers(2, 20))), torch.float32, **INTERPOLATED))
+    result = _check(_ResizedTable(table, mode), (x,), f"aten::_upsample_{mode}2d_aa", opset=18)
+    assert "Resize" not in {n.op_type for n in result.model.graph}
+
+
 def test_antialiased_downsampling_of_large_static_sizes_keeps_resize():
     # 96 x 64 pixels an axis: past the size where MatMuls cost more than Resize in onnxruntime.
     model = Call(lambda x: F.interpolate(x, size=(64, 64), mode="bilinear", antialias=True))

@@ -238,6 +238,9 @@ _ANTIALIASED = {"antialias": 1, "exclude_outside": 1}
 # MatMuls this small cost no more than Resize in onnxruntime (64 to 16 pixels: 0.01 against 0.02 ms;
 # 256 to 224: 1.5 ms against 0.6 ms, 1024 to 224: 25 against 3).
 _WEIGHTS_UP_TO = 64 * 64
+# An input of static sizes up to this many pixels an axis resized to dynamic sizes does too,
+# with the weights computed at run time from the output size.
+_WEIGHTS_INPUT_UP_TO = 64
 
 
 @converter("aten::_upsample_bilinear2d_aa.default", "aten::_upsample_bicubic2d_aa.default", since=18)
@@ -283,8 +286,64 @@ def upsample_antialiased(op, self, output_size, align_corners, *scales):
             hint="pass size= instead of scale_factor=, scale factors that divide the sizes exactly, or static sizes",
         )
     bicubic = "bicubic" in op.node.target._schema.name
+    if all(isinstance(n, int) and n <= _WEIGHTS_INPUT_UP_TO for n in (height, width)):
+        # A small table resized to the image's dynamic grid (a ViT's position embeddings):
+        # torch's weights computed at run time, for OpenVINO.
+        def weighted(x):
+            rows, columns = (
+                _antialiased_weights_of_sizes(op, n, o, bicubic, x.dtype) for n, o in zip((height, width), output_size)
+            )
+            return op.MatMul(rows, op.MatMul(x, op.Transpose(columns, perm=[1, 0])))
+
+        return compute(op, weighted, [self], op.output_dtype, FLOATS)
     attrs = {"mode": "cubic", "cubic_coeff_a": -0.5} if bicubic else {"mode": "linear"}
     return _run(op, self, _interpolating(op, 2, output_size, None, attrs | _ANTIALIASED, False))
+
+
+def _antialiased_weights_of_sizes(op, n_in, n_out, bicubic, dtype):
+    """torch's antialiased resampling of an axis as an ``(out, in)`` matrix, computed in the graph.
+
+    torch's ``_compute_indices_min_size_weights_aa`` (align_corners=False, scale in / out),
+    all rows at once: output ``i`` weighs inputs ``j`` in ``[xmin, xmax)`` around its center
+    by the filter (triangle or Keys cubic, a = -0.5) widened by the scale when it shrinks,
+    normalized to sum 1. Computed in float64, as the static sizes' matrices are.
+    """
+    f64 = D.DOUBLE
+    n_in_f, n_out_f = (op.Cast(op.shape_tensor([n]), to=f64) for n in (n_in, n_out))
+    scale = op.Div(n_in_f, n_out_f)
+    shrinks = op.GreaterOrEqual(scale, op.constant([1.0], f64))
+    half = op.constant([2.0 if bicubic else 1.0], f64)  # half the filter's width at scale 1
+    support = op.Where(shrinks, op.Mul(half, scale), half)
+    invscale = op.Where(shrinks, op.Reciprocal(scale), op.constant([1.0], f64))
+    point_five = op.constant([0.5], f64)
+
+    def positions(n):
+        return op.Cast(op.Range(op.constant(0), op.Squeeze(op.shape_tensor([n])), op.constant(1)), to=f64)
+
+    center = op.Unsqueeze(op.Mul(scale, op.Add(positions(n_out), point_five)), op.constant([1]))  # (out, 1)
+    j = op.Unsqueeze(positions(n_in), op.constant([0]))  # (1, in)
+    xmin = op.Max(op.Floor(op.Add(op.Sub(center, support), point_five)), op.constant([0.0], f64))
+    xmax = op.Min(op.Floor(op.Add(op.Add(center, support), point_five)), n_in_f)
+    inside = op.And(op.GreaterOrEqual(j, xmin), op.Less(j, xmax))
+    t = op.Abs(op.Mul(op.Add(op.Sub(j, center), point_five), invscale))
+    weights = op.Where(
+        inside, _cubic_filter(op, t) if bicubic else op.Relu(op.Sub(op.constant(1.0, f64), t)), op.constant(0.0, f64)
+    )
+    total = op.ReduceSum(weights, op.constant([1]), keepdims=1)
+    normalized = op.Where(op.Equal(total, op.constant(0.0, f64)), weights, op.Div(weights, total))
+    return op.Cast(normalized, to=dtype)
+
+
+def _cubic_filter(op, t):
+    """Keys' cubic with a = -0.5 at ``|x| = t`` (torch's antialiased bicubic, PIL's)."""
+    a = -0.5
+
+    def c(v):
+        return op.constant(v, D.DOUBLE)
+
+    near = op.Add(op.Mul(op.Mul(op.Sub(op.Mul(c(a + 2), t), c(a + 3)), t), t), c(1.0))
+    far = op.Sub(op.Mul(op.Add(op.Mul(op.Sub(op.Mul(c(a), t), c(5 * a)), t), c(8 * a)), t), c(4 * a))
+    return op.Where(op.Less(t, c(1.0)), near, op.Where(op.Less(t, c(2.0)), far, c(0.0)))
 
 
 def _antialiased_weights(kernel, height, width, out_height, out_width, align_corners, scales):
