@@ -85,19 +85,6 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "from the shape arithmetic of HaloAttn's unfold and reshapes (timm/layers/halo_attn.py); spelling "
         "out the reshapes' -1 sizes does not bring it under 600 s"
     ),
-    ("timm", "csatv2", "static", "openvino"): (
-        "OpenVINO's: an adaptive average pooling that upsamples (its SpatialAttention pools 4x4 to 7x7) "
-        "followed by a Conv computes wrong in OpenVINO 2026.4 (0.58 off on a 2x2-to-3x3 pooling and 3x3 Conv, "
-        "where the pooling alone and onnxruntime are exact); torch.onnx's file too; with auto it passes"
-    ),
-    ("timm", "resnet50x4_clip", "auto", "openvino"): (
-        "OpenVINO's, not reduced yet: 0.0114 from eager in float64 where onnxruntime runs the same file within "
-        "1.8e-8 and eager's float32 run is 1.45e-8 off; torch.onnx's static file fails the same way"
-    ),
-    ("timm", "test_vit", "auto", "openvino"): (
-        "OpenVINO's, not reduced yet: 0.0139 from eager in float64 in OpenVINO with the auto file, where "
-        "onnxruntime runs it right and the static file passes; torch.onnx's auto file fails the same way"
-    ),
     ("transformers", "paligemma", "*", "onnxruntime"): (
         "transformers' two attention paths disagree, not the export: the config's text model has "
         "use_bidirectional_attention, so eager SDPA, skipping the all-ones mask, attends both ways, while "
