@@ -329,3 +329,34 @@ def test_a_table_resized_to_dynamic_sizes_runs_right_in_openvino(tmp_path):
         with torch.no_grad():
             expected = model(x).numpy()
         assert np.abs(compiled({"x": x.numpy()})[compiled.output(0)] - expected).max() < 1e-5
+
+
+def _long_kernel() -> onnx.ModelProto:
+    """A 4x4 average pooling, ceil_mode, over a 3x3 input: one window, clipped to the input."""
+    pool = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[4, 4], strides=[4, 4], ceil_mode=1)
+    graph = helper.make_graph([pool], "long_kernel", [_value("x", [1, 1, 3, 3])], [_value("y", [1, 1, 1, 1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def test_openvino_refuses_a_pooling_kernel_longer_than_its_input(tmp_path):
+    import pt2onnx
+
+    model = _long_kernel()
+    onnx.checker.check_model(model, full_check=True)
+    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    got_ort = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert got_ort[0].item() == 4.0
+    core = openvino.Core()
+    with pytest.raises(RuntimeError, match="larger than the data shape"):
+        core.compile_model(core.read_model(model.SerializeToString(), b""), "CPU")
+        pytest.fail(
+            f"OpenVINO {openvino.get_version()} takes a pooling kernel longer than its input: remove its entry in "
+            "docs/runtime_issues.md, this test, ALIGN's auto entry in the zoo's EXPECTED_FAILURES, and the cut "
+            "kernel of pt2onnx_aten.pooling._within_input"
+        )
+    # The workaround: pt2onnx cuts the kernel of a static input to the input.
+    pooler = torch.nn.AvgPool2d(4, ceil_mode=True)
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(pooler, (torch.from_numpy(x),)).save(path)
+    compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    assert compiled([x])[compiled.output(0)].item() == 4.0

@@ -167,6 +167,26 @@ def test_avg_pool_divisor_override_with_a_partial_ceil_window():
     assert_exports_like_eager(model, (torch.randn(1, 1, 5, 5),), expect_ops=["aten::avg_pool2d"])
 
 
+@pytest.mark.parametrize("pool", ["avg", "max"])
+@given(data=st.data(), spatial=st.integers(1, 2))
+def test_a_ceil_mode_kernel_longer_than_its_input_pools_the_whole_axis(pool, data, spatial):
+    # ALIGN's pooler: a kernel of 2560 over an 18x18 map, one window clipped to the input.
+    # The export cuts the kernel to the axis: OpenVINO refuses one longer than its input.
+    sizes = [data.draw(st.integers(1, 5)) for _ in range(spatial)]
+    kernel = [n + data.draw(st.integers(0, 4)) for n in sizes]
+    stride = [k - n + data.draw(st.integers(1, 3)) for k, n in zip(kernel, sizes)]  # one window an axis
+    # Max pooling's NaN is onnxruntime's by default (above): finite values for it.
+    values = MODERATE if pool == "avg" else {"low": -3, "high": 3, "edge_values": FINITE}
+    x = data.draw(tensors((2, 3, *sizes), torch.float32, **values))
+    fns = {"avg": [F.avg_pool1d, F.avg_pool2d], "max": [F.max_pool1d, F.max_pool2d]}
+    fn = fns[pool][spatial - 1]
+    options = {"ceil_mode": True} if pool == "avg" else {"ceil_mode": True, "padding": 0}
+    model = Call(lambda x: fn(x, kernel, stride, **options))
+    result = assert_exports_like_eager(model, (x,), dynamic=False)
+    pools = [n for n in result.model.graph if n.op_type in ("AveragePool", "MaxPool")]
+    assert pools and all(k <= n for p in pools for k, n in zip(p.attributes["kernel_shape"].as_ints(), sizes))
+
+
 @given(
     data=st.data(),
     spatial=st.integers(1, 3),

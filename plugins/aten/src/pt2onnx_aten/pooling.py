@@ -27,6 +27,23 @@ def _window(op, kernel_size, stride, padding, dilation=1):
     }
 
 
+def _within_input(op, x, attrs):
+    """``attrs`` with a kernel longer than its unpadded, static axis cut to the axis.
+
+    With ceil_mode, torch pools such an axis to one window, clipped to the input (ALIGN's
+    pooler: a 2560-wide kernel over an 18x18 map, its global mean). onnxruntime clips it
+    too; OpenVINO refuses a kernel longer than its padded input. The cut window is the same.
+    """
+    spatial = len(attrs["kernel_shape"])
+    sizes = static_dims(x)[-spatial:] if x.shape is not None else [None] * spatial
+    kernel = list(attrs["kernel_shape"])
+    for j, n in enumerate(sizes):
+        padded = attrs["pads"][j] or attrs["pads"][j + spatial]
+        if n is not None and not padded and attrs.get("dilations", [1] * spatial)[j] == 1 and kernel[j] > n:
+            kernel[j] = n
+    return attrs | {"kernel_shape": kernel}
+
+
 def _torch_sized(op, x, pooled, attrs):
     """``pooled`` declared with torch's sizes: before opset 22, ONNX's shape inference counts
     a ceil_mode window that starts in the right padding, which torch and onnxruntime drop
@@ -109,7 +126,7 @@ def _exact_nonfinite(op, x, deviation):
 @converter("aten::max_pool1d.default", "aten::max_pool2d.default", "aten::max_pool3d.default")
 def max_pool(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     spatial, attrs = _window(op, kernel_size, stride, padding, dilation)
-    attrs["ceil_mode"] = int(ceil_mode)
+    attrs = _within_input(op, self, attrs | {"ceil_mode": int(ceil_mode)})
     exact = _exact_nonfinite(op, self, MAX_POOL_DEVIATION)
     return compute(
         op,
@@ -123,7 +140,7 @@ def max_pool(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=
 @converter("aten::max_pool2d_with_indices.default", "aten::max_pool3d_with_indices.default")
 def max_pool_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     spatial, attrs = _window(op, kernel_size, stride, padding, dilation)
-    attrs["ceil_mode"] = int(ceil_mode)
+    attrs = _within_input(op, self, attrs | {"ceil_mode": int(ceil_mode)})
     # torch's NaN costs a second MaxPool, of the whole input in float64: asked for, not the default.
     exact = _exact_nonfinite(op, self, MAX_POOL_INDICES_DEVIATION)
 
@@ -161,6 +178,7 @@ def avg_pool(
     attrs |= {"ceil_mode": int(ceil_mode), "count_include_pad": int(count_include_pad)}
     if divisor_override is not None:
         attrs["count_include_pad"] = 1
+    attrs = _within_input(op, self, attrs)
 
     def pool(x):
         out = _torch_sized(op, x, op.AveragePool(x, **attrs), attrs)
