@@ -86,3 +86,40 @@ def test_parameter_module_without_from_node(strict):
     assert (info.path, info.class_name) == ("2", "torch.nn.modules.linear.Linear")
     gemm = [n for n in result.model.graph if n.metadata_props.get("pt2onnx.module") == "2"]
     assert gemm and all(n.metadata_props["pt2onnx.module_class"].endswith("Linear") for n in gemm)
+
+
+class EntropyModel(torch.nn.Module):
+    """BLT's patcher: the entropy of the next-byte distribution, a ``Categorical`` of the logits."""
+
+    def __init__(self, validate_args=None):
+        super().__init__()
+        self.validate_args = validate_args
+
+    def forward(self, logits):
+        return torch.distributions.Categorical(logits=logits, validate_args=self.validate_args).entropy()
+
+
+@pytest.fixture
+def checked_distributions():
+    # TorchDynamo turns the checks off for the whole process once it first runs (a strict
+    # capture earlier in this worker): each test starts from torch's default, checks on.
+    before = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(before)
+
+
+def test_a_distribution_checking_its_arguments_exports(checked_distributions):
+    # torch.distributions checks its arguments' values by default: a branch on tensor values
+    # no trace takes, so capture turns the checks off, and puts the default back after.
+    logits = torch.randn(2, 5, 7)
+    result = pt2onnx.export(EntropyModel(), (logits,), dynamic_shapes="auto")
+    assert result.verify(logits).ok
+    assert result.verify(torch.randn(3, 4, 7)).ok
+    assert torch.distributions.Distribution._validate_args is True
+
+
+def test_a_distribution_asked_to_check_its_arguments_still_fails_capture(checked_distributions):
+    with pytest.raises(CaptureError, match="data-dependent"):
+        pt2onnx.export(EntropyModel(validate_args=True), (torch.randn(2, 5, 7),), fallback=False)
+    assert torch.distributions.Distribution._validate_args is True

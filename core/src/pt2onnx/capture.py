@@ -24,6 +24,14 @@ Keywords a model's ``**kwargs`` catches are captured as named parameters of ``fo
 (for the capture only, then undone): torch.export lays them out two ways and fails on any
 dynamic shape among them (transformers >= 5.24 takes ``past_key_values`` so).
 
+``torch.distributions`` checks their arguments' values by default (``validate_args``): a
+Python ``if`` on tensor values, which no trace can take (BLT's patcher builds a
+``Categorical`` from its logits). The checks are off while capture runs, as torch's own
+assertions on values vanish from an export (TorchDynamo turns them off for the whole
+process the first time it runs, so without this a model's capture would depend on whether
+a strict capture came first); a distribution built with ``validate_args=True`` keeps them
+and still fails.
+
 Functions marked with ``torch.compiler.nested_compile_region`` stay ``invoke_subgraph``
 calls (torch would inline single-use regions), so they become ONNX local functions.
 
@@ -390,6 +398,17 @@ def _legacy_scan_signature() -> Iterator[None]:
         scan_type.__call__ = _ORIGINAL_SCAN_CALL
 
 
+@contextlib.contextmanager
+def _without_distribution_checks() -> Iterator[None]:
+    # A process-wide default, so set under tracing_lock only, like the scan patch.
+    checked = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(checked)
+
+
 def _has_vmap_markers(gm: torch.fx.GraphModule) -> bool:
     for node in gm.graph.nodes:
         if node.op == "call_function" and getattr(node.target, "__module__", "") == "torch._functorch.predispatch":
@@ -447,7 +466,7 @@ def capture(
         )
     kwargs = dict(kwargs or {})
     limit = auto_capture_seconds() if narrow else None
-    with tracing_lock, around(), keywords_as_parameters(module, kwargs):
+    with tracing_lock, around(), keywords_as_parameters(module, kwargs), _without_distribution_checks():
         try:
             with _time_limit(limit):
                 return _capture_module(module, args, kwargs, dynamic_shapes, strict, fallback, refine)
