@@ -110,6 +110,11 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "differ by 0.429, both exporters' files match eager attention within 5e-7"
     ),
     ("transformers", "paligemma", "*", "openvino"): "as its onnxruntime run (torch.onnx's file too)",
+    ("transformers", "colpali", "*", "onnxruntime"): (
+        "as paligemma, whose language model it runs: eager SDPA and eager attention differ by 0.0455, "
+        "pt2onnx's file matches eager attention within 3e-8"
+    ),
+    ("transformers", "colpali", "*", "openvino"): "as its onnxruntime run",
 }
 
 
