@@ -156,6 +156,34 @@ def test_the_sizes_a_dynamic_export_returns_are_compared_with_eagers_ints(tmp_pa
         assert len(check.expected_for(run._run_onnxruntime(path, check.feeds))) == outputs
 
 
+def test_a_buffer_the_model_updates_is_no_output_compared_with_eagers(tmp_path) -> None:
+    import onnx
+    import torch
+    from benchmarks.zoo import run
+    from benchmarks.zoo.catalogue import Case
+
+    import pt2onnx
+
+    class ReassignsItsTable(torch.nn.Module):
+        """CTRL: ``self.pos_encoding = self.pos_encoding.to(device)`` in forward, a buffer mutation."""
+
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("table", torch.randn(5))
+
+        def forward(self, x):
+            self.table = self.table.to(x.device)
+            return x * self.table
+
+    case = Case(ReassignsItsTable(), (torch.randn(2, 5),))
+    check = run.Check(case, case.args, case.kwargs)
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(case.model, case.args, f=path, quiet=True)
+    assert [o.name for o in onnx.load(path).graph.output][1:] == ["table.updated"]
+    for runtime in ("onnxruntime", "openvino"):
+        assert run.check_runtime(runtime, path, case, [check])["status"] == "pass"
+
+
 def test_a_shrunk_mamba2_config_keeps_its_heads_tiling_the_expanded_width():
     # Mamba2's config validator requires hidden_size * expand == num_heads * head_dim: the
     # generic head_dim the zoo gives attention models broke it, and the type never built.

@@ -189,7 +189,14 @@ def _run_onnxruntime(path: Path, feeds: Feeds) -> list[np.ndarray]:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1  # one model at a time on a shared machine
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    return session.run(None, _match([i.name for i in session.get_inputs()], feeds))
+    names = [o.name for o in session.get_outputs() if not _is_update(o.name)]
+    return session.run(names, _match([i.name for i in session.get_inputs()], feeds))
+
+
+def _is_update(output: str) -> bool:
+    """Whether a file's output is a buffer or input the model updates in place (pt2onnx's
+    ``<name>.updated``: CTRL reassigns its position table), beside the model's own outputs."""
+    return output.endswith(".updated")
 
 
 def _run_openvino(path: Path, feeds: Feeds) -> list[np.ndarray]:
@@ -200,7 +207,7 @@ def _run_openvino(path: Path, feeds: Feeds) -> list[np.ndarray]:
         str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
     )
     results = compiled(_match([i.any_name for i in compiled.inputs], feeds))
-    return [np.asarray(results[output]) for output in compiled.outputs]
+    return [np.asarray(results[output]) for output in compiled.outputs if not _is_update(output.any_name)]
 
 
 class Check:
