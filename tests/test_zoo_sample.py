@@ -184,6 +184,27 @@ def test_a_buffer_the_model_updates_is_no_output_compared_with_eagers(tmp_path) 
         assert run.check_runtime(runtime, path, case, [check])["status"] == "pass"
 
 
+def test_keywords_a_models_kwargs_catches_are_fed_by_their_names(tmp_path) -> None:
+    import torch
+    from benchmarks.zoo import run
+    from benchmarks.zoo.catalogue import Case
+
+    import pt2onnx
+
+    class TakesMore(torch.nn.Module):
+        """DeepSeek-OCR2's SAM encoder: ``forward(pixel_values, **kwargs)``, called with ``input_ids`` too."""
+
+        def forward(self, pixel_values, **kwargs):
+            return pixel_values * 2 + kwargs["input_ids"].sum()
+
+    # Called with input_ids first: the file's inputs come in that order, the signature's the other way.
+    case = Case(TakesMore(), (), {"input_ids": torch.tensor([[1, 2]]), "pixel_values": torch.randn(1, 3)})
+    check = run.Check(case, case.args, case.kwargs)
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(case.model, case.args, case.kwargs, f=path, quiet=True)
+    assert run.check_runtime("onnxruntime", path, case, [check])["status"] == "pass"
+
+
 def test_a_shrunk_mamba2_config_keeps_its_heads_tiling_the_expanded_width():
     # Mamba2's config validator requires hidden_size * expand == num_heads * head_dim: the
     # generic head_dim the zoo gives attention models broke it, and the type never built.

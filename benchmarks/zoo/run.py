@@ -83,9 +83,15 @@ Feeds = list[tuple[str | None, np.ndarray]]
 
 def flat_inputs(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Feeds:
     """The tensors of an input, as :data:`Feeds`."""
-    bound = inspect.signature(model.forward).bind(*args, **kwargs)
-    feeds: Feeds = []
+    signature = inspect.signature(model.forward)
+    bound = signature.bind(*args, **kwargs)
+    arguments = dict(bound.arguments)
     for name, value in bound.arguments.items():
+        if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+            del arguments[name]  # keywords ``**kwargs`` catches: each by its own name, as the exporters name them
+            arguments |= value
+    feeds: Feeds = []
+    for name, value in arguments.items():
         leaves = [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
         lone = isinstance(value, torch.Tensor)
         feeds += [(name if lone else None, leaf.detach().numpy()) for leaf in leaves]
