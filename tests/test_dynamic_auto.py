@@ -114,6 +114,28 @@ class AddPositions(torch.nn.Module):
         return x.reshape(1, -1, 8) + self.positions
 
 
+class PatchesThenDownsamples(torch.nn.Module):
+    """SAM's encoder: 4-pixel patches plus a 4x4 position table (torch guards ``H // 4 == 4``,
+    H itself free in 16..19), then a stride-2 conv: its output is 2 wherever the guard holds,
+    which torch cannot prove for ``((H // 4 - 1) // 2) + 1``."""
+
+    def __init__(self):
+        super().__init__()
+        self.patches = torch.nn.Conv2d(1, 4, 4, stride=4)
+        self.positions = torch.nn.Parameter(torch.randn(1, 4, 4, 4))
+        self.down = torch.nn.Conv2d(4, 4, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.down(self.patches(x) + self.positions)
+
+
+def test_a_size_a_guard_fixes_through_part_of_its_expression_stays_static():
+    result = assert_exports_like_eager(
+        PatchesThenDownsamples(), (torch.randn(1, 1, 16, 16),), other_inputs=[((torch.randn(1, 1, 19, 17),), {})]
+    )
+    assert any(guard.endswith("== 2") for guard in result.report.size_guards), result.report.size_guards
+
+
 def test_a_size_torch_guards_stays_static_and_the_report_names_the_guard():
     result = assert_exports_like_eager(
         AddPositions(), (torch.randn(1, 4, 4, 8),), other_inputs=[((torch.randn(1, 2, 8, 8),), {})]

@@ -20,6 +20,7 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 import onnxscript
+import sympy  # type: ignore[import-untyped]  # torch's own dependency, untyped
 import torch
 import torch.fx
 from onnxscript import GraphBuilder
@@ -493,7 +494,7 @@ class GraphTranslator:
         for axis, (g, e, size) in enumerate(zip(got, expected, sizes)):
             if not (isinstance(g, int) and isinstance(e, ir.SymbolicDim) and isinstance(size, torch.SymInt)):
                 continue
-            if statically_known_true(size == g):
+            if statically_known_true(size == g) or _fixed_by_guards(size) == g:
                 dims[axis] = g
                 self._size_guards.setdefault(f"{e.value} == {g}", name)
         return ir.Shape(dims)
@@ -718,6 +719,32 @@ def _stamp(graph: ir.Graph, count: int, props: dict[str, str]) -> set[ir.Node]:
                 n.metadata_props.pop(k, None)
             n.metadata_props.update(props)
     return nodes
+
+
+def _fixed_by_guards(size: torch.SymInt) -> int | None:
+    """The value torch's guards fix ``size`` to through a part of its expression, or None.
+
+    torch proves ``x_dim2 // 16 == 64`` (a 64x64 position table added to the patch grid)
+    but not ``((x_dim2 // 16 - 1) // 2) + 1 == 32`` (a stride-2 conv after it): each
+    sub-expression it proves equal to its value at the example is that value, and the rest
+    is computed from them.
+    """
+    env = size.node.shape_env
+    if env is None:
+        return None
+    # The example's sizes: torch 2.13 renamed var_to_val.
+    hints = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
+
+    def fold(expr: Any) -> Any:
+        if not expr.free_symbols:
+            return expr
+        value = expr.xreplace(hints)
+        if value.is_number and env._maybe_evaluate_static(sympy.Eq(expr, value)) == sympy.true:
+            return value
+        return expr.func(*(fold(arg) for arg in expr.args)) if expr.args else expr
+
+    folded = fold(size.node.expr)
+    return int(folded) if folded.is_number else None
 
 
 def _dims_agree(got: ir.Shape, expected: ir.Shape, input_symbols: frozenset[str], *, expressions: bool = True) -> bool:
