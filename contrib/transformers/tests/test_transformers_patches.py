@@ -71,3 +71,47 @@ def test_sliding_window_layers_update_as_dynamic_layers_while_captured():
         use_cache=True,
     )
     assert check.ok, check
+
+
+@pytest.fixture(scope="module")
+def fsmt():
+    from transformers import FSMTConfig, FSMTModel
+
+    torch.manual_seed(0)
+    config = FSMTConfig(
+        langs=["en", "de"],
+        src_vocab_size=50,
+        tgt_vocab_size=50,
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=32,
+    )
+    return FSMTModel(config).eval()
+
+
+def test_fsmt_keeps_its_padding_mask_while_captured(fsmt):
+    # FSMT drops the decoder's padding mask when it masks nothing, a branch on tensor values
+    # (it builds the mask without a cache); kept, it changes nothing: the export matches eager
+    # on decoder inputs with and without pads.
+    ids = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 11, 2, 1]])
+    unpadded, padded = torch.tensor([[2, 5, 6, 7], [2, 9, 10, 11]]), torch.tensor([[2, 5, 6, 1], [2, 9, 1, 1]])
+    result = assert_exports_like_eager(
+        fsmt,
+        (),
+        {"input_ids": ids, "decoder_input_ids": unpadded, "use_cache": False},
+        other_inputs=[((), {"input_ids": ids, "decoder_input_ids": padded, "use_cache": False})],
+    )
+    assert "patch transformers.fsmt_padding_mask (transformers [installed])" in result.report.preparations
+    with pytest.raises(CaptureError, match=r"padding_mask\.any\(\)"):
+        pt2onnx.export(
+            fsmt,
+            (),
+            {"input_ids": ids, "decoder_input_ids": unpadded, "use_cache": False},
+            fallback=False,
+            disable=["transformers"],
+        )

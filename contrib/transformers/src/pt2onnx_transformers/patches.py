@@ -12,6 +12,9 @@ capture lock and restored on exit, so eager calls elsewhere never see it.
   int, which a trace bakes into the mask sizes. While capturing, it updates and measures
   itself as a plain ``DynamicLayer`` (the sliding window still applies through the
   mask), as transformers' own exporter does.
+* ``fsmt_padding_mask``: FSMT drops its decoder's padding mask when it masks nothing
+  (``if not padding_mask.any()``), a branch on tensor values no trace takes. While
+  capturing, the mask is always kept: a mask of no padding changes no attention weight.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from pt2onnx.plugin import PreparationRegistrar
 
 from .inputs import is_transformers_model
 
-__all__ = ["mamba_selective_scan", "register", "scanned_selective_scan", "sliding_window_layers"]
+__all__ = ["fsmt_padding_mask", "mamba_selective_scan", "register", "scanned_selective_scan", "sliding_window_layers"]
 
 _MAMBA = "transformers.models.mamba.modeling_mamba"
+_FSMT = "transformers.models.fsmt.modeling_fsmt"
 
 
 @contextlib.contextmanager
@@ -112,9 +116,23 @@ def sliding_window_layers(model: Any) -> contextlib.AbstractContextManager[None]
     return _swapped(DynamicSlidingWindowLayer, {name: getattr(DynamicLayer, name) for name in methods})
 
 
+def _kept_padding_mask(input_ids: torch.Tensor, padding_idx: int = 1) -> torch.Tensor:
+    """FSMT's ``make_padding_mask`` (True for pad tokens), kept when it masks nothing."""
+    return input_ids.eq(padding_idx)
+
+
+def fsmt_padding_mask(model: Any) -> contextlib.AbstractContextManager[None] | None:
+    """The padding-mask patch, for FSMT models."""
+    module = sys.modules.get(_FSMT)
+    if module is None or not isinstance(model, module.PretrainedFSMTModel):
+        return None
+    return _swapped(module, {"make_padding_mask": _kept_padding_mask})
+
+
 PATCHES: dict[str, Callable[[Any], contextlib.AbstractContextManager[None] | None]] = {
     "transformers.mamba_selective_scan": mamba_selective_scan,
     "transformers.sliding_window_layers": sliding_window_layers,
+    "transformers.fsmt_padding_mask": fsmt_padding_mask,
 }
 
 
