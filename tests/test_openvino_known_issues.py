@@ -360,3 +360,57 @@ def test_openvino_refuses_a_pooling_kernel_longer_than_its_input(tmp_path):
     pt2onnx.export(pooler, (torch.from_numpy(x),)).save(path)
     compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     assert compiled([x])[compiled.output(0)].item() == 4.0
+
+
+def _dft(axis: int) -> onnx.ModelProto:
+    """Opset 20's ``DFT`` of real signals (2, 5, 8, 1) along ``axis``, as an input."""
+    graph = helper.make_graph(
+        [helper.make_node("DFT", ["x", "", "axis"], ["y"], onesided=0)],
+        "dft",
+        [_value("x", [2, 5, 8, 1])],
+        [_value("y", [2, 5, 8, 2])],
+        initializer=[onnx.numpy_helper.from_array(np.array(axis, np.int64), "axis")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+def test_openvino_dft_transforms_axis_1_whatever_its_axis_input():
+    x = np.random.default_rng(0).standard_normal((2, 5, 8, 1)).astype(np.float32)
+    core = openvino.Core()
+    for axis in (1, 2):
+        model = _dft(axis)
+        onnx.checker.check_model(model, full_check=True)
+        expected = np.fft.fft(x[..., 0], axis=axis)
+        got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        assert np.abs(got[0][..., 0] + 1j * got[0][..., 1] - expected).max() < 1e-5
+        compiled = core.compile_model(core.read_model(model.SerializeToString(), b""), "CPU")
+        on_openvino = compiled({"x": x})[compiled.output(0)]
+        wrong = np.abs(on_openvino[..., 0] + 1j * on_openvino[..., 1] - expected).max()
+        if axis == 1:
+            assert wrong < 1e-5
+        else:
+            assert wrong > 1, (
+                f"OpenVINO {openvino.get_version()} transforms DFT's axis input (max diff {wrong:.2e}): remove its "
+                "entry in docs/runtime_issues.md, this test, and the transposes of pt2onnx_aten.fft._dft"
+            )
+
+
+class _Ffts(torch.nn.Module):
+    """FNet's token mixing (a 2-D FFT's real part), a 1-D FFT of the last dim, and a lone signal's."""
+
+    def forward(self, x):
+        lone = torch.fft.fft(x[0, 0]).real
+        return torch.fft.fftn(x, dim=(1, 2)).real, torch.fft.rfft(x, dim=-1).imag, lone
+
+
+def test_the_ffts_run_right_in_openvino(tmp_path):
+    import pt2onnx
+
+    x = torch.randn(2, 5, 8)
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(_Ffts(), (x,)).save(path)
+    core = openvino.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    results = compiled([x.numpy()])
+    for output, expected in zip(compiled.outputs, _Ffts()(x), strict=True):
+        assert np.abs(results[output] - expected.numpy()).max() < 1e-4

@@ -25,11 +25,23 @@ def _check(op, x):
         raise op.unsupported("self", x.dtype.name, "onnxruntime's DFT runs float32 and float64 only")
 
 
-def _dft(op, x, axis, *, onesided=False):
-    """The forward DFT of ``x`` along ``axis``, unscaled."""
+def _dft(op, x, axis):
+    """The forward DFT of ``x`` along ``axis`` (non-negative), unscaled, two-sided.
+
+    From opset 20, along axis 1 only, the others swapped there and back: OpenVINO reads
+    ``DFT``'s axis input as 1 whatever it holds (docs/runtime_issues.md).
+    """
     if op.opset < 20:
-        return op.DFT(x, None, axis=axis, inverse=0, onesided=int(onesided))
-    return op.DFT(x, None, op.constant(axis, D.INT64), inverse=0, onesided=int(onesided))
+        return op.DFT(x, None, axis=axis, inverse=0, onesided=0)
+    if axis == 1:
+        return op.DFT(x, None, op.constant(1, D.INT64), inverse=0, onesided=0)
+    if axis == 0:  # a lone signal: a batch of one in front
+        lone = op.Unsqueeze(x, op.constant([0], D.INT64))
+        return op.Squeeze(_dft(op, lone, 1), op.constant([0], D.INT64))
+    perm = list(range(op.rank_of(x)))
+    perm[1], perm[axis] = axis, 1
+    swapped = op.Transpose(x, perm=perm)
+    return op.Transpose(_dft(op, swapped, 1), perm=perm)
 
 
 def _conj(op, x):
@@ -83,8 +95,20 @@ def fft_r2c(op, self, dim, normalization, onesided):
     _check(op, self)
     axes = _axes(dim, self.shape.rank())
     sizes = [_size(op, self, a) for a in axes]
-    # Real input as (..., 1); the last transformed dim first, one-sided when asked, then the rest in full.
-    y = _dft(op, op.Unsqueeze(self, op.constant([-1], D.INT64)), axes[-1], onesided=onesided)
+    # Real input as (..., 1); the last transformed dim first, then the rest in full. One-sided:
+    # its first n // 2 + 1 bins, sliced from the full transform (OpenVINO gets DFT's own
+    # onesided wrong, docs/runtime_issues.md; onnxruntime takes as long either way).
+    y = _dft(op, op.Unsqueeze(self, op.constant([-1], D.INT64)), axes[-1])
+    if onesided:
+        n = sizes[-1]
+        half = (
+            op.constant([n // 2 + 1], D.INT64)
+            if isinstance(n, int)
+            else op.Add(
+                op.Reshape(op.Div(n, op.constant(2, D.INT64)), op.constant([1], D.INT64)), op.constant([1], D.INT64)
+            )
+        )
+        y = op.Slice(y, op.constant([0], D.INT64), half, op.constant([axes[-1]], D.INT64))
     for axis in axes[:-1]:
         y = _dft(op, y, axis)
     return _scaled(op, y, sizes, normalization)
