@@ -217,6 +217,19 @@ def test_a_shrunk_mamba2_config_keeps_its_heads_tiling_the_expanded_width():
     assert config.hidden_size < full["hidden_size"] and config.num_hidden_layers < full["num_hidden_layers"]
 
 
+def test_a_shrunk_latent_attention_config_keeps_a_key_value_head_per_query_head():
+    # GLM-4-MoE-Lite's latent attention projects keys and values for every query head: shrunk
+    # to fewer key/value heads, only eager SDPA's enable_gqa ran it and every capture failed.
+    from benchmarks.zoo.catalogue import shrink_config
+    from transformers import AutoConfig
+
+    full = AutoConfig.for_model("glm4_moe_lite").to_dict()
+    shrunk = shrink_config(full)
+    assert shrunk["num_key_value_heads"] == shrunk["num_attention_heads"] < full["num_attention_heads"]
+    llama = AutoConfig.for_model("llama").to_dict()  # no latent attention: grouped heads as before
+    assert shrink_config(llama)["num_key_value_heads"] < shrink_config(llama)["num_attention_heads"]
+
+
 def test_a_resumed_run_keeps_the_models_it_finished_and_runs_only_the_others() -> None:
     from benchmarks.zoo.catalogue import Entry
     from benchmarks.zoo.run import resumed

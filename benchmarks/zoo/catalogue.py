@@ -589,6 +589,13 @@ def shrink_config(values: dict[str, Any]) -> dict[str, Any]:
         elif key.endswith(("_token_id", "_token_index")) and isinstance(value, int) and value >= VOCAB:
             overrides[key] = special
             special += 1
+    if isinstance(values.get("kv_lora_rank"), int) and values.get("num_key_value_heads") == values.get(
+        "num_attention_heads"
+    ):
+        # Latent attention (DeepSeek-V3, GLM-4-MoE-Lite) projects keys and values for every query
+        # head: fewer key/value heads would be an inconsistent config that only eager SDPA's
+        # enable_gqa runs (a traced run repeats them to twice the query heads).
+        overrides["num_key_value_heads"] = overrides.get("num_attention_heads", values["num_attention_heads"])
     if all(isinstance(values.get(k), int) for k in ("expand", "num_heads", "head_dim", "hidden_size")):
         # Mamba2's heads tile the expanded width (its config checks hidden_size * expand ==
         # num_heads * head_dim), in as many state groups as divide them.
