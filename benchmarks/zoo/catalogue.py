@@ -105,6 +105,13 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "matches eager attention exactly"
     ),
     ("transformers", "aimv2", "*", "openvino"): "as its onnxruntime run (torch.onnx's file too)",
+    ("transformers", "hy_v4", "*", "openvino"): (
+        "OpenVINO's, not reduced yet: 5.1e-4 from eager on outputs up to 2.5 where onnxruntime runs the same "
+        "file within 1.3e-6; the first value OpenVINO computes otherwise is the order of the tokens sorted by "
+        "expert (a GatherND's indices: ties ordered otherwise), and with every value an output the final one "
+        "matches (2e-6); torch.onnx cannot export the model (transformers' grouped-matmul MoE op)"
+    ),
+    ("transformers", "hy_v4_vl_text", "*", "openvino"): "as hy_v4's, its text model (6.3e-4)",
     ("transformers", "paligemma", "*", "onnxruntime"): (
         "transformers' two attention paths disagree, not the export: the config's text model has "
         "use_bidirectional_attention, so eager SDPA, skipping the all-ones mask, attends both ways, while "
