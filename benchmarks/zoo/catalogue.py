@@ -105,16 +105,6 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "matches eager attention exactly"
     ),
     ("transformers", "aimv2", "*", "openvino"): "as its onnxruntime run (torch.onnx's file too)",
-    ("transformers", "hy_v4", "*", "openvino"): (
-        "OpenVINO's, not reduced yet: 5.1e-4 from eager on outputs up to 2.5 where onnxruntime runs the same "
-        "file within 1.3e-6. In its experts (transformers::grouped_mm_fallback: rows sorted by expert, a MatMul "
-        "per expert, concatenated, a Pad of the rows past the last expert, none here), the Concat's rows match "
-        "onnxruntime's as a set and the Pad's do not; with the Pad an Identity the model matches (1.7e-6), with "
-        "zeros concatenated instead it does not: OpenVINO's handling of the dynamic row count, it seems; "
-        "torch.onnx cannot export the model (the same op)"
-    ),
-    ("transformers", "hy_v4_vl_text", "*", "openvino"): "as hy_v4's, its text model (6.3e-4)",
-    ("transformers", "inkling2_loop_text", "*", "openvino"): "as hy_v4's, the same experts (3.2e-4)",
     ("transformers", "paligemma", "*", "onnxruntime"): (
         "transformers' two attention paths disagree, not the export: the config's text model has "
         "use_bidirectional_attention, so eager SDPA, skipping the all-ones mask, attends both ways, while "
