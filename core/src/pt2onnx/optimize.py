@@ -81,6 +81,10 @@ _SKIPPED_RULES = frozenset({"SlicesSplit", "MaterializeReshapeShape"})
 #: ``c`` within 1e-5 of 1), so they silently drop an ``eps`` of 1e-12 or torch's float64 RMS
 #: norm default: left out (converters do not emit real no-ops; constant folding takes the rest).
 _INEXACT_RULES = frozenset(id(rule) for rule in onnxscript.rewriter._no_op.rules.rules)  # no public accessor
+#: onnxscript's reshape-around-MatMul rules fold ``bmm`` on flattened heads into a MatMul of a
+#: 3-D and a 4-D operand, which OpenVINO 2026.4 does not compile in GroupViT's attention
+#: ("ReduceDecomposition supports only Reduce by last dimension"): left out, the Reshapes stay.
+_MIXED_RANK_RULES = frozenset(id(rule) for rule in onnxscript.rewriter._broadcast_to_matmul.rules.rules)
 
 
 def _rewrite(model: ir.Model) -> None:
@@ -93,7 +97,7 @@ def _rewrite(model: ir.Model) -> None:
     rules = []
     for rule in onnxscript.rewriter._DEFAULT_REWRITE_RULES:  # no public accessor in onnxscript 0.7
         ops = _rule_ops(rule)
-        if getattr(rule, "name", None) in _SKIPPED_RULES or id(rule) in _INEXACT_RULES:
+        if getattr(rule, "name", None) in _SKIPPED_RULES or id(rule) in _INEXACT_RULES | _MIXED_RANK_RULES:
             continue
         if ops is None or ops <= present:
             rules.append(rule)
