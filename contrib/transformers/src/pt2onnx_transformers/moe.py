@@ -55,8 +55,10 @@ def grouped_mm_fallback(op: Op, input: ir.Value, weight: ir.Value, offs: ir.Valu
         pieces.append(op.MatMul(rows, op.Gather(weight, op.constant(g, _INT64), axis=0)))
     out = op.Concat(*pieces, axis=0) if groups > 1 else pieces[0]
     # Shape's start/end are opset 15: Gather one size of the whole shape instead.
-    rows = op.Range(op.constant(0, _INT64), op.Squeeze(op.Gather(op.Shape(input), axis), axis), op.constant(1, _INT64))
+    row_index = op.Range(
+        op.constant(0, _INT64), op.Squeeze(op.Gather(op.Shape(input), axis), axis), op.constant(1, _INT64)
+    )
     last_end = op.Slice(ends, op.constant([-1], _INT64), op.constant([groups], _INT64))
-    kept = op.Unsqueeze(op.Less(rows, last_end), op.constant([1], _INT64))
+    kept = op.Unsqueeze(op.Less(row_index, last_end), op.constant([1], _INT64))
     out = op.Where(kept, out, op.constant(0.0, wide))
     return op.Cast(out, to=dtype) if wide != dtype else out

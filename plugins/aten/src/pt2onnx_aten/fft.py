@@ -15,7 +15,7 @@ from __future__ import annotations
 from pt2onnx.plugin import converter
 
 from ._common import D
-from ._dims import shape_of
+from ._dims import one_d, shape_of
 
 _FLOATS = frozenset({D.FLOAT, D.DOUBLE})
 
@@ -101,14 +101,8 @@ def fft_r2c(op, self, dim, normalization, onesided):
     y = _dft(op, op.Unsqueeze(self, op.constant([-1], D.INT64)), axes[-1])
     if onesided:
         n = sizes[-1]
-        half = (
-            op.constant([n // 2 + 1], D.INT64)
-            if isinstance(n, int)
-            else op.Add(
-                op.Reshape(op.Div(n, op.constant(2, D.INT64)), op.constant([1], D.INT64)), op.constant([1], D.INT64)
-            )
-        )
-        y = op.Slice(y, op.constant([0], D.INT64), half, op.constant([axes[-1]], D.INT64))
+        bins = n // 2 + 1 if isinstance(n, int) else op.Add(op.Div(n, op.constant(2, D.INT64)), op.constant(1, D.INT64))
+        y = op.Slice(y, op.constant([0], D.INT64), one_d(op, bins), op.constant([axes[-1]], D.INT64))
     for axis in axes[:-1]:
         y = _dft(op, y, axis)
     return _scaled(op, y, sizes, normalization)

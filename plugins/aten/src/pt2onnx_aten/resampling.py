@@ -286,9 +286,11 @@ def upsample_antialiased(op, self, output_size, align_corners, *scales):
             hint="pass size= instead of scale_factor=, scale factors that divide the sizes exactly, or static sizes",
         )
     bicubic = "bicubic" in op.node.target._schema.name
-    if all(isinstance(n, int) and n <= _WEIGHTS_INPUT_UP_TO for n in (height, width)):
+    small_input = all(isinstance(n, int) and n <= _WEIGHTS_INPUT_UP_TO for n in (height, width))
+    if small_input and not all(isinstance(o, int) for o in out_sizes):
         # A small table resized to the image's dynamic grid (a ViT's position embeddings):
-        # torch's weights computed at run time, for OpenVINO.
+        # torch's weights computed at run time, for OpenVINO. Static sizes past _WEIGHTS_UP_TO
+        # keep Resize, as above.
         def weighted(x):
             rows, columns = (
                 _antialiased_weights_of_sizes(op, n, o, bicubic, x.dtype) for n, o in zip((height, width), output_size)
