@@ -176,13 +176,13 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     "fft.fft2": {
         "float32": (
             "dtype",
-            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::slice.Tensor from plugin 'aten' does not handle complex values",
+            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::constant_pad_nd.default from plugin 'aten' does not handle complex values",
         ),
     },
     "fft.fftn": {
         "float32": (
             "dtype",
-            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::slice.Tensor from plugin 'aten' does not handle complex values",
+            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::constant_pad_nd.default from plugin 'aten' does not handle complex values",
         ),
     },
     "fft.fftshift": {
@@ -201,25 +201,25 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     "fft.hfft2": {
         "float32": (
             "dtype",
-            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::slice.Tensor from plugin 'aten' does not handle complex values",
+            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::clone.default from plugin 'aten' does not handle complex values",
         ),
     },
     "fft.hfftn": {
         "float32": (
             "dtype",
-            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::slice.Tensor from plugin 'aten' does not handle complex values",
+            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::clone.default from plugin 'aten' does not handle complex values",
         ),
     },
     "fft.ifft2": {
         "float32": (
             "dtype",
-            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::slice.Tensor from plugin 'aten' does not handle complex values",
+            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::constant_pad_nd.default from plugin 'aten' does not handle complex values",
         ),
     },
     "fft.ifftn": {
         "float32": (
             "dtype",
-            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::slice.Tensor from plugin 'aten' does not handle complex values",
+            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::constant_pad_nd.default from plugin 'aten' does not handle complex values",
         ),
     },
     "fft.ifftshift": {
@@ -234,18 +234,6 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "fft.ihfftn": {
         "*": ("error", "no converter and no usable torch decomposition: aten::_conj_physical.default"),
-    },
-    "fft.irfft2": {
-        "float32": (
-            "dtype",
-            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::slice.Tensor from plugin 'aten' does not handle complex values",
-        ),
-    },
-    "fft.irfftn": {
-        "float32": (
-            "dtype",
-            "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::slice.Tensor from plugin 'aten' does not handle complex values",
-        ),
     },
     "fmax": {
         "*": ("error", "no converter and no usable torch decomposition: aten::fmax.default"),
@@ -612,9 +600,6 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "pinverse": {
         "*": ("error", "no converter and no usable torch decomposition: aten::linalg_pinv.atol_rtol_tensor"),
-    },
-    "polar": {
-        "*": ("error", "no converter and no usable torch decomposition: aten::polar.default"),
     },
     "polygamma.polygamma_n_0": {
         "*": ("error", "no converter and no usable torch decomposition: aten::polygamma.default"),

@@ -45,6 +45,8 @@ class OutputLayout:
 
 def _initializer(value: ir.Value, name: str, tensor: torch.Tensor) -> ir.Value:
     value.name = name
+    if tensor.is_complex():  # held as (..., 2) real values, as the value was typed
+        tensor = torch.view_as_real(tensor.resolve_conj()).contiguous()
     value.const_value = TorchTensor(tensor.detach(), name=name)
     return value
 

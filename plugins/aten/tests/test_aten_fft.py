@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import pt2onnx
 from lambda_modules import Unary
-from pt2onnx.errors import UnsupportedArgumentError, UnsupportedOpsError
+from pt2onnx.errors import UnsupportedOpsError
 from pt2onnx.testing import assert_exports_like_eager, dtypes, shapes, tensors
 
 NORMS = st.sampled_from([None, "ortho", "forward"])
@@ -131,13 +131,6 @@ def test_an_empty_complex_output_comes_back_complex():
     model = Unary(lambda t: torch.view_as_complex(t[:0, :2].contiguous()))
     result = assert_exports_like_eager(model, (torch.randn(3, 2),))
     assert result.run(torch.randn(3, 2)).dtype == torch.complex64
-
-
-def test_complex_arithmetic_is_refused_rather_than_computed_as_real():
-    # A complex product through the real converter of mul would be wrong: the export stops instead.
-    model = Unary(lambda t: torch.view_as_real(A._fft_r2c(t, [1], 0, True) * A._fft_r2c(t, [1], 0, True)))
-    with pytest.raises(UnsupportedArgumentError, match=r"aten::mul.Tensor.*does not handle complex values"):
-        assert_exports_like_eager(model, (torch.randn(2, 8),))
 
 
 def test_below_opset_17_the_ffts_are_listed_with_the_opset_that_has_dft():

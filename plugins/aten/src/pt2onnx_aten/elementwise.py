@@ -20,6 +20,7 @@ import onnx_ir as ir
 from pt2onnx.plugin import converter
 
 from ._common import FLOATS, INTS, NUMBERS, D, as_dtype, compute, is_nan, promote, truncate
+from .complex_numbers import complex_product, is_complex
 
 _MINMAX = FLOATS | {D.INT8, D.INT32, D.INT64, D.UINT8}
 _POW = FLOATS | {D.INT32, D.INT64}
@@ -73,8 +74,10 @@ def sub(op, self, other, *, alpha=1):
     return compute(op, _with_alpha(op, op.Sub, alpha), [self, other], op.output_dtype, NUMBERS)
 
 
-@converter("aten::mul.Tensor", "aten::mul.Scalar")
+@converter("aten::mul.Tensor", "aten::mul.Scalar", complex_values=True)
 def mul(op, self, other):
+    if is_complex(op.output_meta):
+        return complex_product(op, self, other)
     if op.output_dtype == D.BOOL:
         return op.And(*promote(op, self, other))
     return compute(op, op.Mul, [self, other], op.output_dtype, NUMBERS, scalar_other=True)

@@ -9,10 +9,13 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from pt2onnx.plugin import converter
 
 from ._dims import shape_of
+from .complex_numbers import is_complex
 
 
-@converter("aten::view.default", "aten::reshape.default", "aten::_unsafe_view.default")
+@converter("aten::view.default", "aten::reshape.default", "aten::_unsafe_view.default", complex_values=True)
 def view(op, self, size):
+    if is_complex(op.output_meta):
+        size = [*size, 2]  # the (real, imaginary) pair stays the last dim
     # allowzero: a literal 0 means an empty dim in torch, "copy the input dim" in ONNX.
     allowzero = int(any(isinstance(s, int) and s == 0 for s in size))
     out = op.Reshape(self, op.shape_tensor(size), allowzero=allowzero)
@@ -22,7 +25,8 @@ def view(op, self, size):
     # does). The literal is kept; the output claims no static size that torch does not.
     recorded = op.output_meta.shape
     if out.shape is not None and any(isinstance(t, torch.SymInt) for t in recorded):
-        out.shape = ir.Shape([None if isinstance(t, torch.SymInt) else d for d, t in zip(out.shape, recorded)])
+        dims = [None if isinstance(t, torch.SymInt) else d for d, t in zip(out.shape, recorded)]
+        out.shape = ir.Shape(dims + list(out.shape)[len(dims) :])  # a complex value's pair stays
     return out
 
 

@@ -13,6 +13,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from pt2onnx.plugin import converter
 
 from ._dims import INT64_MAX, expand_to, ints, normalize_dim, one_d, shape_of, size, static_dims
+from .complex_numbers import torch_rank
 
 
 @converter("aten::permute.default")
@@ -75,9 +76,9 @@ def squeeze(op, self, dim=None):
     return op.Squeeze(self, ints(op, axes)) if axes else self
 
 
-@converter("aten::unsqueeze.default")
+@converter("aten::unsqueeze.default", complex_values=True)
 def unsqueeze(op, self, dim):
-    return op.Unsqueeze(self, ints(op, [dim % (op.rank_of(self) + 1)]))
+    return op.Unsqueeze(self, ints(op, [dim % (torch_rank(op, self) + 1)]))
 
 
 @converter("aten::select.int")
@@ -94,11 +95,11 @@ def _is_whole(start, end, step):
     )
 
 
-@converter("aten::slice.Tensor")
+@converter("aten::slice.Tensor", complex_values=True)
 def slice_(op, self, dim=0, start=None, end=None, step=1):
     if _is_whole(start, end, step):
         return self
-    axis = normalize_dim(dim, op.rank_of(self))
+    axis = normalize_dim(dim, torch_rank(op, self))
     starts = one_d(op, 0 if start is None else start)
     ends = one_d(op, INT64_MAX if end is None else end)
     return op.Slice(self, starts, ends, ints(op, [axis]), one_d(op, step))
