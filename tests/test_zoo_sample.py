@@ -255,6 +255,32 @@ def test_models_openvino_got_wrong_run_right_there(tmp_path, name) -> None:
     assert run.check_runtime("openvino", path, case, [check])["status"] == "pass"
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        # Nemotron 3's diarization encoder sizes values by the query heads and keys by the
+        # key/value heads: shrunk to fewer key/value heads, it ran eagerly only (SDPA's enable_gqa).
+        "nemotron3_diarization_audio",
+        # Llama 4's text model rotates queries and keys in complex numbers (polar, a complex product).
+        "llama4_text",
+        # Llama 4's vision encoder: its rotations are a complex buffer; its pixel shuffle did not
+        # build before the shrunk MLP read hidden_size / ratio^2 features.
+        "llama4_vision_model",
+    ],
+)
+def test_models_the_zoo_could_not_build_or_export_match_eager_now(tmp_path, name) -> None:
+    from benchmarks.zoo import run
+    from benchmarks.zoo.catalogue import entry
+
+    import pt2onnx
+
+    case = entry("transformers", name).build()
+    check = run.Check(case, case.args, case.kwargs)
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(case.model, case.args, case.kwargs, f=path, quiet=True)
+    assert run.check_runtime("onnxruntime", path, case, [check])["status"] == "pass"
+
+
 def test_a_resumed_run_keeps_the_models_it_finished_and_runs_only_the_others() -> None:
     from benchmarks.zoo.catalogue import Entry
     from benchmarks.zoo.run import resumed

@@ -603,6 +603,12 @@ def shrink_config(values: dict[str, Any]) -> dict[str, Any]:
         # head: fewer key/value heads would be an inconsistent config that only eager SDPA's
         # enable_gqa runs (a traced run repeats them to twice the query heads).
         overrides["num_key_value_heads"] = overrides.get("num_attention_heads", values["num_attention_heads"])
+    if isinstance(values.get("pixel_shuffle_ratio"), float) and isinstance(values.get("intermediate_size"), int):
+        # Llama 4's pixel shuffle folds 1/ratio^2 patches into one before an MLP that reads
+        # intermediate_size features; its output is what the projector reads as vision_output_dim.
+        hidden = overrides.get("hidden_size", values.get("hidden_size", HIDDEN))
+        overrides["intermediate_size"] = round(hidden / values["pixel_shuffle_ratio"] ** 2)
+        overrides.update(dict.fromkeys(["projector_input_dim", "projector_output_dim", "vision_output_dim"], HIDDEN))
     if all(isinstance(values.get(k), int) for k in ("expand", "num_heads", "head_dim", "hidden_size")):
         # Mamba2's heads tile the expanded width (its config checks hidden_size * expand ==
         # num_heads * head_dim), in as many state groups as divide them.
@@ -692,8 +698,13 @@ def _transformers_case(model_type: str) -> Case:
     torch.manual_seed(0)
     try:
         default = transformers.AutoConfig.for_model(model_type)
-        config = transformers.AutoConfig.for_model(model_type, **shrink_config(default.to_dict()))
+        overrides = shrink_config(default.to_dict())
+        config = transformers.AutoConfig.for_model(model_type, **overrides)
         model = _base_model(transformers, config).eval()
+        if "num_key_value_heads" in overrides and _keys_and_values_differ(model):
+            overrides["num_key_value_heads"] = overrides.get("num_attention_heads", default.num_attention_heads)
+            config = transformers.AutoConfig.for_model(model_type, **overrides)
+            model = _base_model(transformers, config).eval()
     except Exception as e:
         raise NotBuilt(f"{type(e).__name__}: {first_line(str(e))}") from e
     _untie(model)
@@ -704,6 +715,20 @@ def _transformers_case(model_type: str) -> Case:
     others += [c for c in _candidates(model, 2, 0) if c.keys() == keys]
     other = _first_that_runs(model, iter(((), c) for c in others))
     return Case(model, (), example[1], other_kwargs=other[1])
+
+
+def _keys_and_values_differ(model: torch.nn.Module) -> bool:
+    """Whether an attention projects keys and values to different widths.
+
+    Nemotron 3's audio encoders size keys by the key/value heads and values by the query
+    heads: consistent only where the two counts are equal, as in their default configs, and
+    a shrunk config with fewer key/value heads runs eagerly (SDPA's enable_gqa) but no traced
+    run does. Such a model keeps a key/value head per query head.
+    """
+    return any(
+        isinstance(k, torch.nn.Linear) and isinstance(v, torch.nn.Linear) and k.out_features != v.out_features
+        for k, v in ((getattr(m, "k_proj", None), getattr(m, "v_proj", None)) for m in model.modules())
+    )
 
 
 def _untie(model: torch.nn.Module) -> None:
