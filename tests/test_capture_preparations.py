@@ -284,5 +284,5 @@ def test_pt2onnx_plugins_counts_each_plugins_preparations(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[-1] == "preparations"
     rows = {line.split()[0]: line.split() for line in lines[1:] if line and not line.startswith(" ")}
-    assert int(rows["transformers"][-1]) == 7  # three cache types, three patches, one hint
+    assert int(rows["transformers"][-1]) == 8  # three cache types, four patches, one hint
     assert int(rows["aten"][-1]) == 0

@@ -115,3 +115,16 @@ def test_fsmt_keeps_its_padding_mask_while_captured(fsmt):
             fallback=False,
             disable=["transformers"],
         )
+
+
+def test_experts_running_the_eager_loop_export_through_grouped_products():
+    # The eager experts loop over the experts some token picked (a nonzero() of the routing):
+    # while captured they run grouped_mm, the same sums, and the model's setting is left as it was.
+    model = causal_lm("mixtral")
+    model.set_experts_implementation("eager")
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10]])
+    result = assert_exports_like_eager(model, (), {"input_ids": ids, "use_cache": False})
+    assert "patch transformers.eager_experts (transformers [installed])" in result.report.preparations
+    assert model.config._experts_implementation == "eager"
+    with pytest.raises(CaptureError, match=r"expert_hit"):
+        pt2onnx.export(model, (), {"input_ids": ids, "use_cache": False}, fallback=False, disable=["transformers"])

@@ -15,6 +15,12 @@ capture lock and restored on exit, so eager calls elsewhere never see it.
 * ``fsmt_padding_mask``: FSMT drops its decoder's padding mask when it masks nothing
   (``if not padding_mask.any()``), a branch on tensor values no trace takes. While
   capturing, the mask is always kept: a mask of no padding changes no attention weight.
+* ``eager_experts``: the ``eager`` implementation of transformers' mixture-of-experts
+  layers loops over the experts some token picked (``expert_hit = (...).nonzero()``), a
+  loop over tensor values no trace takes. OpenAI's privacy filter asks for it by default,
+  and any model can be loaded with it. While capturing, those layers run ``grouped_mm``,
+  the same sums in one grouped product per expert (the pack's handler of
+  ``transformers::grouped_mm_fallback``).
 """
 
 from __future__ import annotations
@@ -31,7 +37,14 @@ from pt2onnx.plugin import PreparationRegistrar
 
 from .inputs import is_transformers_model
 
-__all__ = ["fsmt_padding_mask", "mamba_selective_scan", "register", "scanned_selective_scan", "sliding_window_layers"]
+__all__ = [
+    "eager_experts",
+    "fsmt_padding_mask",
+    "mamba_selective_scan",
+    "register",
+    "scanned_selective_scan",
+    "sliding_window_layers",
+]
 
 _MAMBA = "transformers.models.mamba.modeling_mamba"
 _FSMT = "transformers.models.fsmt.modeling_fsmt"
@@ -129,10 +142,36 @@ def fsmt_padding_mask(model: Any) -> contextlib.AbstractContextManager[None] | N
     return _swapped(module, {"make_padding_mask": _kept_padding_mask})
 
 
+@contextlib.contextmanager
+def _experts_run(configs: list[Any], implementation: str) -> Iterator[None]:
+    originals = [config._experts_implementation_internal for config in configs]
+    try:
+        for config in configs:
+            config._experts_implementation_internal = implementation
+        yield
+    finally:
+        for config, original in zip(configs, originals):
+            config._experts_implementation_internal = original
+
+
+def eager_experts(model: Any) -> contextlib.AbstractContextManager[None] | None:
+    """The experts patch, for models whose mixture-of-experts layers run the eager loop."""
+    if not is_transformers_model(model):
+        return None
+    # use_experts_implementation gives each experts module its config and this flag.
+    configs = {
+        id(m.config): m.config
+        for m in model.modules()
+        if hasattr(m, "_is_expert_parallel") and getattr(m.config, "_experts_implementation", None) == "eager"
+    }
+    return _experts_run(list(configs.values()), "grouped_mm") if configs else None
+
+
 PATCHES: dict[str, Callable[[Any], contextlib.AbstractContextManager[None] | None]] = {
     "transformers.mamba_selective_scan": mamba_selective_scan,
     "transformers.sliding_window_layers": sliding_window_layers,
     "transformers.fsmt_padding_mask": fsmt_padding_mask,
+    "transformers.eager_experts": eager_experts,
 }
 
 
