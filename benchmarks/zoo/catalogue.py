@@ -124,6 +124,14 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "pt2onnx's file matches eager attention within 3e-8"
     ),
     ("transformers", "colpali", "*", "openvino"): "as its onnxruntime run",
+    ("transformers", "phi4_multimodal_vision", "*", "onnxruntime"): (
+        "transformers' two attention paths disagree, not the export: Phi4MultimodalVisionAttention sets "
+        "is_causal=True in a bidirectional (SigLIP) encoder, so eager SDPA, whose all-ones bidirectional mask "
+        "create_bidirectional_mask skips, attends causally, while eager attention and any traced run apply "
+        "the mask; eager SDPA and eager attention differ by 4.69, pt2onnx's file matches eager attention "
+        "within 4.6e-4, torch.onnx's misses eager SDPA by the same 4.69"
+    ),
+    ("transformers", "phi4_multimodal_vision", "*", "openvino"): "as its onnxruntime run (torch.onnx's file too)",
 }
 
 
