@@ -351,8 +351,8 @@ def test_openvino_refuses_a_pooling_kernel_longer_than_its_input(tmp_path):
         core.compile_model(core.read_model(model.SerializeToString(), b""), "CPU")
         pytest.fail(
             f"OpenVINO {openvino.get_version()} takes a pooling kernel longer than its input: remove its entry in "
-            "docs/runtime_issues.md, this test, ALIGN's auto entry in the zoo's EXPECTED_FAILURES, and the cut "
-            "kernel of pt2onnx_aten.pooling._within_input"
+            "docs/runtime_issues.md, this test, the cut kernel of pt2onnx_aten.pooling._within_input and the "
+            "mean of pt2onnx_aten.pooling._whole_or_windows"
         )
     # The workaround: pt2onnx cuts the kernel of a static input to the input.
     pooler = torch.nn.AvgPool2d(4, ceil_mode=True)
@@ -360,6 +360,23 @@ def test_openvino_refuses_a_pooling_kernel_longer_than_its_input(tmp_path):
     pt2onnx.export(pooler, (torch.from_numpy(x),)).save(path)
     compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     assert compiled([x])[compiled.output(0)].item() == 4.0
+
+
+def test_a_dynamic_map_shorter_than_its_pooling_kernel_runs_right_in_openvino(tmp_path):
+    # ALIGN's pooler, AvgPool2d(2560, ceil_mode=True), with the map dynamic: the program also
+    # takes maps longer than the kernel, so the kernel cannot be cut; where the map fits in
+    # it, the mean is taken instead of the AveragePool OpenVINO refuses.
+    import pt2onnx
+
+    pooler = torch.nn.AvgPool2d(64, ceil_mode=True)
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(pooler, (torch.randn(2, 3, 18, 18),), dynamic_shapes="auto").save(path)
+    core = openvino.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    for size in [(18, 18), (30, 7), (64, 64), (65, 130), (200, 70)]:
+        x = torch.randn(2, 3, *size)
+        got = compiled([x.numpy()])[compiled.output(0)]
+        torch.testing.assert_close(torch.from_numpy(got), pooler(x), atol=1e-6, rtol=1e-5)
 
 
 def _dft(axis: int) -> onnx.ModelProto:

@@ -85,13 +85,6 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "from the shape arithmetic of HaloAttn's unfold and reshapes (timm/layers/halo_attn.py); spelling "
         "out the reshapes' -1 sizes does not bring it under 600 s"
     ),
-    ("transformers", "align_vision_model", "auto", "openvino"): (
-        "OpenVINO's: its pooler is AvgPool2d(hidden_dim, ceil_mode=True), a 2560-wide kernel over an 18x18 map, "
-        "which OpenVINO refuses at run time (docs/runtime_issues.md, a pooling kernel longer than its input); "
-        "pt2onnx cuts it to a static input; with the map dynamic, torch's program also takes maps wider than "
-        "the kernel, and the forms without it (padding to the kernel) cost 2560x2560 a channel"
-    ),
-    ("transformers", "efficientnet", "auto", "openvino"): "as align_vision_model's, the same pooler",
     ("transformers", "aimv2_text_model", "*", "onnxruntime"): (
         "transformers' two attention paths disagree, not the export: the text model builds a causal mask "
         "(create_causal_mask) for attention modules with is_causal=False, so eager SDPA, which skips an "

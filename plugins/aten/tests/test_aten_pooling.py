@@ -187,6 +187,25 @@ def test_a_ceil_mode_kernel_longer_than_its_input_pools_the_whole_axis(pool, dat
     assert pools and all(k <= n for p in pools for k, n in zip(p.attributes["kernel_shape"].as_ints(), sizes))
 
 
+@given(data=st.data(), spatial=st.integers(1, 2))
+def test_a_dynamic_map_shorter_than_its_ceil_mode_kernel_pools_to_its_mean(data, spatial):
+    # ALIGN's pooler with the map dynamic: the program also takes maps longer than the kernel,
+    # so the kernel stays; maps that fit in it are pooled to their mean instead (OpenVINO
+    # refuses the AveragePool there), longer ones by the AveragePool. Both kinds are checked.
+    sizes = [data.draw(st.integers(2, 5)) for _ in range(spatial)]
+    kernel = [n + data.draw(st.integers(1, 4)) for n in sizes]
+    stride = [k + data.draw(st.integers(0, 2)) for k in kernel]
+    x = data.draw(tensors((2, 3, *sizes), torch.float32, **MODERATE))
+    fn = [F.avg_pool1d, F.avg_pool2d][spatial - 1]
+    model = Call(lambda x: fn(x, kernel, stride, ceil_mode=True))
+    within = torch.randn(2, 3, *(k - 1 for k in kernel))
+    longer = torch.randn(2, 3, *(2 * s + 1 for s in stride))
+    result = assert_exports_like_eager(
+        model, (x,), other_inputs=[((within,), {}), ((longer,), {})], expect_ops=[f"aten::avg_pool{spatial}d"]
+    )
+    assert [n.op_type for n in result.model.graph if n.op_type == "If"] == ["If"]
+
+
 @given(
     data=st.data(),
     spatial=st.integers(1, 3),

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from pt2onnx.plugin import converter
 
-from ._common import FLOAT32_16, FLOATS, D, as_dtype, batched, compute, int_list, is_inf, is_nan, kernel_dtype
+from ._common import FLOAT32_16, FLOATS, D, as_dtype, batched, compute, int_list, is_inf, is_nan, kernel_dtype, meta_of
 from ._dims import reduce_over, shape_of, size, static_dims
 
 
@@ -42,6 +43,45 @@ def _within_input(op, x, attrs):
         if n is not None and not padded and attrs.get("dilations", [1] * spatial)[j] == 1 and kernel[j] > n:
             kernel[j] = n
     return attrs | {"kernel_shape": kernel}
+
+
+def _example_shorter_than_kernel(op, attrs):
+    """Whether each spatial axis is dynamic and was shorter than its kernel in the example,
+    unpadded, pooled with ceil_mode and a stride of at least the kernel: a pooling meant to
+    take the whole map (ALIGN's pooler: AvgPool2d(2560, ceil_mode=True) over 18x18)."""
+    spatial = len(attrs["kernel_shape"])
+    sizes = meta_of(op.node.args[0]).shape[-spatial:]
+    return (
+        attrs["ceil_mode"]
+        and not any(attrs["pads"])
+        and all(st >= k for st, k in zip(attrs["strides"], attrs["kernel_shape"]))
+        and all(isinstance(n, torch.SymInt) and n.node.has_hint() for n in sizes)
+        and all(n.node.hint < k for n, k in zip(sizes, attrs["kernel_shape"]))
+    )
+
+
+def _whole_or_windows(op, x, spatial, attrs):
+    """A ceil_mode average pooling whose kernel may be longer than the (dynamic) map.
+
+    Where every axis fits in its kernel, torch pools the map to its mean; onnxruntime clips
+    the window as torch does, OpenVINO refuses a kernel longer than its input
+    (docs/runtime_issues.md). The mean is taken there, and the AveragePool where the map
+    is longer (which the program accepts too).
+    """
+    kernel = op.constant(attrs["kernel_shape"], D.INT64)
+    within = op.Cast(op.LessOrEqual(shape_of(op, x, start=-spatial), kernel), to=D.INT64)
+    fits = op.Cast(op.ReduceMin(within, keepdims=0), to=D.BOOL)
+    axes = list(range(-spatial, 0))
+    name = op.node.name
+    return op.If(
+        fits,
+        then_branch=op.subgraph(
+            lambda sub: [reduce_over(sub, "ReduceMean", x, axes, keepdims=1)], [], name=f"{name}.mean"
+        ),
+        else_branch=op.subgraph(
+            lambda sub: [_torch_sized(sub, x, sub.AveragePool(x, **attrs), attrs)], [], name=f"{name}.windows"
+        ),
+    )
 
 
 def _torch_sized(op, x, pooled, attrs):
@@ -179,6 +219,9 @@ def avg_pool(
     if divisor_override is not None:
         attrs["count_include_pad"] = 1
     attrs = _within_input(op, self, attrs)
+    if divisor_override is None and _example_shorter_than_kernel(op, attrs):
+        whole_or_windows = lambda x: _whole_or_windows(op, x, spatial, attrs)  # noqa: E731
+        return compute(op, lambda x: batched(op, x, spatial, whole_or_windows), [self], op.output_dtype, FLOAT32_16)
 
     def pool(x):
         out = _torch_sized(op, x, op.AveragePool(x, **attrs), attrs)
