@@ -431,3 +431,73 @@ def test_the_ffts_run_right_in_openvino(tmp_path):
     results = compiled([x.numpy()])
     for output, expected in zip(compiled.outputs, _Ffts()(x), strict=True):
         assert np.abs(results[output] - expected.numpy()).max() < 1e-4
+
+
+def _branch_reads_an_output(copied: bool = False) -> onnx.ModelProto:
+    """``h = x * 2`` is a graph output; an ``If``'s branches pool it (its mean, or an AveragePool).
+
+    ``copied``: the branches read ``Identity(h)`` instead, pt2onnx's workaround.
+    """
+    read = "h_copy" if copied else "h"
+    axes = helper.make_tensor("axes", TensorProto.INT64, [2], [-2, -1])
+    mean = helper.make_node("ReduceMean", [read, "axes"], ["m"], keepdims=1)
+    pool = helper.make_node("AveragePool", [read], ["p"], kernel_shape=[4, 4], strides=[4, 4], ceil_mode=1)
+    then_branch = helper.make_graph([mean], "mean", [], [_value("m", ["n", "c", 1, 1])], [axes])
+    else_branch = helper.make_graph([pool], "windows", [], [_value("p", ["n", "c", "ph", "pw"])])
+    copy = [helper.make_node("Identity", ["h"], ["h_copy"])] if copied else []
+    graph = helper.make_graph(
+        [
+            helper.make_node("Mul", ["x", "two"], ["h"]),
+            *copy,
+            helper.make_node("If", ["flag"], ["y"], then_branch=then_branch, else_branch=else_branch),
+        ],
+        "branch_reads_an_output",
+        [_value("x", ["n", "c", "h", "w"]), _value("flag", [], TensorProto.BOOL)],
+        [_value("h", ["n", "c", "h", "w"]), _value("y", ["n", "c", "yh", "yw"])],
+        [helper.make_tensor("two", _FLOAT, [], [2.0])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def test_openvino_fails_an_if_whose_branch_reads_a_graph_output(tmp_path):
+    import pt2onnx
+
+    x = np.arange(2 * 3 * 5 * 6, dtype=np.float32).reshape(2, 3, 5, 6)
+    core = openvino.Core()
+    for copied in (False, True):
+        model = _branch_reads_an_output(copied)
+        onnx.checker.check_model(model, full_check=True)
+        onnx.save(model, tmp_path / "if.onnx")
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        np.testing.assert_allclose(
+            session.run(None, {"x": x, "flag": np.array(True)})[1], (2 * x).mean((2, 3), keepdims=True)
+        )
+        # Read from its bytes the model compiles; read from its file it does not.
+        core.compile_model(core.read_model(model.SerializeToString(), b""), "CPU")
+        if copied:
+            compiled = core.compile_model(
+                core.read_model(tmp_path / "if.onnx"), "CPU", {"INFERENCE_PRECISION_HINT": "f32"}
+            )
+            got = compiled([x, np.array(True)])[compiled.output(1)]
+            np.testing.assert_allclose(got, (2 * x).mean((2, 3), keepdims=True), rtol=1e-6)
+            continue
+        with pytest.raises(RuntimeError, match="branches have to have the same number of outputs"):
+            core.compile_model(core.read_model(tmp_path / "if.onnx"), "CPU")
+            pytest.fail(
+                f"OpenVINO {openvino.get_version()} takes an If whose branch reads a graph output: remove its entry "
+                "in docs/runtime_issues.md, this test and pt2onnx.assemble.separate_outputs_from_subgraphs"
+            )
+
+    # pt2onnx's files: branches read an Identity copy of a graph output.
+    class Pooled(torch.nn.Module):
+        def forward(self, x):
+            h = x * 2
+            return h, torch.nn.functional.avg_pool2d(h, 64, ceil_mode=True)
+
+    path = tmp_path / "m.onnx"
+    pt2onnx.export(Pooled(), (torch.randn(2, 3, 18, 18),), dynamic_shapes="auto").save(path)
+    compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    for size in [(18, 18), (65, 130)]:
+        x = torch.randn(2, 3, *size)
+        got = compiled([x.numpy()])[compiled.output(1)]
+        torch.testing.assert_close(torch.from_numpy(got), Pooled()(x)[1], atol=1e-6, rtol=1e-5)

@@ -23,7 +23,7 @@ from .errors import ConversionError
 from .interface.names import IONames, updated_name
 from .translate import TranslatedGraph
 
-__all__ = ["OutputLayout", "assemble"]
+__all__ = ["OutputLayout", "assemble", "separate_outputs_from_subgraphs"]
 
 
 @dataclass
@@ -161,3 +161,28 @@ def assemble(
     layout.inputs = {placeholder: value.name or placeholder for placeholder, value in renamed_inputs.items()}
     layout.complex = {value.name or "" for value in complex_outputs}
     return model, layout
+
+
+def separate_outputs_from_subgraphs(model: ir.Model) -> None:
+    """Subgraphs read a copy of each graph output they read from the main graph.
+
+    OpenVINO's ONNX frontend (2026.4) fails an ``If`` whose branch reads an outer value that
+    is also a graph output ("'then' and 'else' branches have to have the same number of
+    outputs"; docs/runtime_issues.md). Run after the optimizer, which removes Identity copies.
+    """
+    graph = model.graph
+    for value in list(graph.outputs):
+        inner = [(node, index) for node, index in value.uses() if node.graph is not graph]
+        if not inner:
+            continue
+        copy = ir.node("Identity", inputs=[value], num_outputs=1)
+        copied = copy.outputs[0]
+        copied.name = f"{value.name}.read_in_subgraph"
+        copied.type, copied.shape = value.type, value.shape
+        producer = value.producer()
+        if producer is not None and producer.graph is graph:
+            graph.insert_after(producer, copy)
+        else:
+            graph.insert_before(graph[0], copy)
+        for node, index in inner:
+            node.replace_input_with(index, copied)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import torch
 from torch.export import ExportedProgram
 
-from .assemble import assemble
+from .assemble import assemble, separate_outputs_from_subgraphs
 from .capture import as_module, capture
 from .collector import collector_paused
 from .decompose import Decomposed, decompose
@@ -283,6 +283,7 @@ def export(
 
     with export_report.phase("optimize"), progress.phase("optimize"):
         export_report.passes = run_passes(onnx_model, passes)
+        separate_outputs_from_subgraphs(onnx_model)
     export_report.nodes_final = count_nodes(onnx_model)
     export_report.contributions = _contributions(translated, decomposed, registry, export_report.passes, prepared)
     apply_source_paths(onnx_model, source_paths, project_root())
