@@ -239,6 +239,9 @@ def test_a_shrunk_latent_attention_config_keeps_a_key_value_head_per_query_head(
         # GroupViT's attention did not compile in OpenVINO once onnxscript's rules had folded
         # its bmm of flattened heads into a MatMul of a 3-D and a 4-D operand.
         "groupvit_vision_model",
+        # OpenVINO names Llama 4's vision input "pad" as well as pixel_values, and any_name
+        # gave "pad": the harness fed the inputs by position, in the wrong order.
+        "llama4_vision_model",
     ],
 )
 def test_models_openvino_got_wrong_run_right_there(tmp_path, name) -> None:

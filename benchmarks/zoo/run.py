@@ -212,7 +212,11 @@ def _run_openvino(path: Path, feeds: Feeds) -> list[np.ndarray]:
     compiled = openvino.Core().compile_model(
         str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
     )
-    results = compiled(_match([i.any_name for i in compiled.inputs], feeds))
+    # An input's any_name may be another name OpenVINO merged into it (Llama 4's pixel_values
+    # came out as "pad"): the one the feeds hold, where it has one.
+    named = {name for name, _ in feeds}
+    names = [next((n for n in sorted(i.get_names()) if n in named), i.any_name) for i in compiled.inputs]
+    results = compiled(_match(names, feeds))
     return [np.asarray(results[output]) for output in compiled.outputs if not _is_update(output.any_name)]
 
 
