@@ -125,6 +125,13 @@ EXPECTED_FAILURES: dict[tuple[str, str, str, str], str] = {
         "within 4.6e-4, torch.onnx's misses eager SDPA by the same 4.69"
     ),
     ("transformers", "phi4_multimodal_vision", "*", "openvino"): "as its onnxruntime run (torch.onnx's file too)",
+    ("transformers", "superpoint", "auto", "onnxruntime"): (
+        "rounding on near-ties, not the export: the random-weight model's keypoint scores are all within 1e-6 "
+        "of 1/65 (a softmax of near-zero logits), and its non-maximum suppression keeps a pixel where it equals "
+        "the max-pooled map; onnxruntime's Softmax is 1 ulp off torch's at some pixels, which flips one keypoint "
+        "of the 64x64 input (0.859 off in keypoints, descriptors follow), where OpenVINO's file matches; "
+        "no FX node before the comparison differs by more than 1e-3 (the scores by ulps)"
+    ),
 }
 
 
