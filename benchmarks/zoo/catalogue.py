@@ -674,6 +674,14 @@ def _candidates(model: torch.nn.Module, batch: int, grow: int) -> Iterator[dict[
     # not be matched to the export's.
     no_cache = {"use_cache": False} if "use_cache" in parameters else {}
     for inputs in _main_candidates(model, batch, grow):
+        if "noise" in parameters and "pixel_values" in inputs:
+            # ViT-MAE keeps the patches a random noise orders first, drawn inside unless given:
+            # given, as for any deterministic run (no export can match a draw of its own).
+            pixels = inputs["pixel_values"]
+            patch = _config_value(model.config, "patch_size", 16)
+            patch = patch[0] if isinstance(patch, list | tuple) else patch
+            patches = (pixels.shape[-2] // patch) * (pixels.shape[-1] // patch)
+            yield {**inputs, "noise": torch.rand(pixels.shape[0], patches), **no_cache}
         yield {**inputs, **no_cache}
 
 
