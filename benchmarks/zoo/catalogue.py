@@ -682,6 +682,11 @@ def _candidates(model: torch.nn.Module, batch: int, grow: int) -> Iterator[dict[
             patch = patch[0] if isinstance(patch, list | tuple) else patch
             patches = (pixels.shape[-2] // patch) * (pixels.shape[-1] // patch)
             yield {**inputs, "noise": torch.rand(pixels.shape[0], patches), **no_cache}
+        if "noise_sequence" in parameters and "input_features" in inputs:
+            # UnivNet's vocoder draws its noise the same way: (batch, frames, model_in_channels).
+            frames = inputs["input_features"].shape[:2]
+            channels = _config_value(model.config, "model_in_channels", 64)
+            yield {**inputs, "noise_sequence": torch.randn(*frames, channels), **no_cache}
         yield {**inputs, **no_cache}
 
 
