@@ -357,6 +357,10 @@ def test_runs_merge_with_a_later_run_of_a_row_replacing_the_earlier_one() -> Non
         row("z", "pt2onnx", "pass"),
     ]
     assert record["command"] == "a + b"
+    # Dates span every run's, whichever order the runs merge in (a resumed run's date is later).
+    earlier = {**first, "date": "2026-11-28 23:03 UTC to 2026-11-29 00:56 UTC"}
+    resumed = {**again, "date": "2026-11-29 01:34 UTC"}
+    assert merged([resumed, earlier])["date"] == "2026-11-28 23:03 UTC to 2026-11-29 01:34 UTC"
     with pytest.raises(SystemExit, match="do not mix"):
         merged([first, {**again, "versions": {"torch": "2.12.0"}}])
 

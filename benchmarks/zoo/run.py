@@ -711,9 +711,12 @@ def merged(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if record["versions"] != versions_:
             raise SystemExit(f"--merge: runs of other packages ({versions_} and {record['versions']}) do not mix")
     latest = {(r["library"], r["model"], r["exporter"], r["mode"]): r for record in records for r in record["rows"]}
+    dates = [date for record in records for date in record["date"].split(" to ")]
     return {
         "command": " + ".join(r["command"] for r in records),
-        "date": " to ".join(sorted({records[0]["date"], records[-1]["date"]})),
+        # Each run's date, or range of dates for a merged one: the earliest to the latest of them all
+        # (a resumed run's own date is when it resumed).
+        "date": " to ".join(sorted({min(dates), max(dates)})),
         "versions": versions_,
         "rows": list(latest.values()),
     }
