@@ -11,6 +11,7 @@ import onnx_ir as ir
 from pt2onnx.plugin import converter
 
 from ._common import as_dtype
+from .complex_numbers import is_complex
 
 
 def _cast(op, self):
@@ -20,7 +21,7 @@ def _cast(op, self):
 
 @converter("aten::_to_copy.default", "aten::to.dtype_layout", complex_values=True)
 def to_copy(op, self, **kwargs):
-    into, out_of = _is_complex(op.output_meta), _is_complex(op.node.args[0].meta.get("val"))
+    into, out_of = is_complex(op.output_meta), is_complex(op.node.args[0].meta.get("val"))
     if not (into or out_of):
         return _cast(op, self)
     # Complex values are (..., 2) real tensors: real -> complex adds a zero imaginary part,
@@ -36,10 +37,6 @@ def to_copy(op, self, **kwargs):
         op.Slice(self, op.constant([0], ir.DataType.INT64), op.constant([1], ir.DataType.INT64), last), last
     )
     return part if part.dtype == real else op.Cast(part, to=real)
-
-
-def _is_complex(meta):
-    return hasattr(meta, "is_complex") and meta.is_complex()
 
 
 @converter("aten::to.dtype")

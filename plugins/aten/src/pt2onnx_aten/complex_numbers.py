@@ -53,7 +53,7 @@ def complex_product(op: Op, self: Any, other: Any) -> ir.Value:
     real = op.dtype(op.output_meta.real.dtype)
     factors = []
     for arg, value in zip(op.node.args, (self, other)):
-        meta = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+        meta = meta_of(arg)
         if isinstance(value, complex):
             value = op.constant([value.real, value.imag], real)
         elif not isinstance(value, ir.Value):
