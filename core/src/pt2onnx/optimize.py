@@ -7,7 +7,7 @@ records the nodes it removed and the time it took in the report.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ import onnxscript.optimizer
 import onnxscript.rewriter
 
 from .errors import OptimizationError
+from .walk import all_nodes
 from .weights import checkpoint_values_hidden, reads_checkpoint, transposed
 
 __all__ = ["CLEANUP_PASSES", "FINISHING_PASSES", "PassEffect", "optimize", "select_passes"]
@@ -66,10 +67,7 @@ def _rule_ops(rule: Any) -> set[str] | None:
 
 
 def _op_types(model: ir.Model) -> set[str]:
-    types = {n.op_type for n in model.graph.all_nodes()}
-    for function in model.functions.values():
-        types.update(n.op_type for n in function.all_nodes())
-    return types
+    return {n.op_type for n in all_nodes(model)}
 
 
 #: Default rules left out, by measurement on the benchmark models: ``SlicesSplit`` matched
@@ -141,8 +139,7 @@ def _simplify_reshapes(model: ir.Model) -> None:
     torch's views often restate the shape a tensor already has (``view(b, h, s, d)`` on a
     ``(b, h, s, d)`` tensor); the shapes torch recorded prove it, symbolic dims included.
     """
-    nodes = [*model.graph.all_nodes(), *(n for f in model.functions.values() for n in f.all_nodes())]
-    for node in nodes:
+    for node in list(all_nodes(model)):
         if node.op_type != "Reshape" or node.domain != "" or node.outputs[0].is_graph_output():
             continue
         source, out = node.inputs[0], node.outputs[0]
@@ -237,23 +234,16 @@ class PassEffect:
         return self.nodes_before - self.nodes_after
 
 
-def _all_model_nodes(model: ir.Model) -> Iterator[ir.Node]:
-    yield from model.graph.all_nodes()
-    for function in model.functions.values():
-        yield from function.all_nodes()
-
-
 def _survey(model: ir.Model) -> tuple[int, int]:
     """The node count and a fingerprint that changes when a node is added, removed or rewired
     (ids: cheap, and only compared within one pass), from one walk of the model."""
-    nodes = [(id(n), n.op_type, len(n.attributes), *map(id, n.inputs)) for n in _all_model_nodes(model)]
+    nodes = [(id(n), n.op_type, len(n.attributes), *map(id, n.inputs)) for n in all_nodes(model)]
     return len(nodes), hash((*nodes, *model.graph.initializers))
 
 
 def count_nodes(model: ir.Model) -> int:
     """Every node of the model: main graph, subgraphs and local functions."""
-    total = sum(1 for _ in model.graph.all_nodes())
-    return total + sum(sum(1 for _ in f.all_nodes()) for f in model.functions.values())
+    return sum(1 for _ in all_nodes(model))
 
 
 def select_passes(

@@ -30,6 +30,7 @@ import torch.fx
 
 from .errors import NodeLocation, OptionError
 from .opnames import op_name
+from .walk import all_nodes
 
 __all__ = [
     "METADATA_KEYS",
@@ -181,12 +182,6 @@ def module_of_state(name: str, model: torch.nn.Module | None, graph: torch.fx.Gr
     return ModuleInfo(path, class_name)
 
 
-def _all_nodes(model: ir.Model) -> Iterator[ir.Node]:
-    yield from model.graph.all_nodes()
-    for function in model.functions.values():
-        yield from function.all_nodes()
-
-
 def find_node(model: ir.Model, node_or_name: Any) -> ir.Node:
     """An ONNX node given as itself, by node name, or by the name of one of its outputs."""
     if isinstance(node_or_name, ir.Node):
@@ -196,7 +191,7 @@ def find_node(model: ir.Model, node_or_name: Any) -> ir.Node:
         if producer is None:
             raise KeyError(f"value {node_or_name.name!r} is not produced by a node")
         return producer
-    for node in _all_nodes(model):
+    for node in all_nodes(model):
         if node.name == node_or_name or any(v.name == node_or_name for v in node.outputs):
             return node
     raise KeyError(f"no ONNX node or node output named {node_or_name!r}")
@@ -246,7 +241,7 @@ def apply_source_paths(model: ir.Model, mode: SourcePaths, root: Path) -> None:
     if mode == "full":
         return
     key = METADATA_KEYS["source"]
-    for node in _all_nodes(model):
+    for node in all_nodes(model):
         source = node.metadata_props.get(key)
         if source is None:
             continue

@@ -43,6 +43,7 @@ from .opset import MIN_OPSET
 from .provenance import METADATA_KEYS, location_of, metadata_props
 from .registration import Registration
 from .registry import Entry, Registry
+from .walk import all_nodes
 
 __all__ = ["NONFINITE_MODES", "GraphTranslator", "TranslatedGraph", "UnknownCustomOpWarning", "check_shapes"]
 
@@ -630,7 +631,7 @@ def _rejected(model: ir.Model, translated: TranslatedGraph, message: str) -> Con
             hint="this is a bug in pt2onnx or a plugin: please report it with the model",
         )
     name = match["name"]
-    node = next((n for n in _all_nodes(model) if name and n.name == name), None)
+    node = next((n for n in all_nodes(model) if name and n.name == name), None)
     fx_name = node.metadata_props.get(METADATA_KEYS["node"]) if node is not None else None
     converted = translated.converted.get(fx_name) if fx_name is not None else None
     what = f"a {match['op_type']} node" + (f" (inputs {_inputs_text(node)})" if node is not None else f" {name!r}")
@@ -647,12 +648,6 @@ def _rejected(model: ir.Model, translated: TranslatedGraph, message: str) -> Con
         hint=f"this is a bug in plugin {plugin!r}: the exported model would not load or would disagree with torch "
         "on shapes, so export stops",
     )
-
-
-def _all_nodes(model: ir.Model) -> Any:
-    yield from model.graph.all_nodes()
-    for function in model.functions.values():
-        yield from function.all_nodes()
 
 
 def _is_complex(value: Any) -> bool:
