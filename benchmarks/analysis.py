@@ -159,12 +159,21 @@ def _spreads(rows: list[dict[str, Any]], key: str) -> list[Spread | None]:
     return [Spread.from_dict(r.get(key)) for r in rows]
 
 
+#: Issue #27 replaced "time after capture ≤ 0.2x capture" by the graph work against
+#: capture and the save against a raw write (its decision 2). A save's rate is compared
+#: where it is a rate: a model file of a few MB takes milliseconds of fixed costs
+#: (serializing the graph, the directory's fsync, the rename; ~1 ms on this machine) that a
+#: raw write of as many bytes does not pay, which no streaming of the bytes can win back.
+SAVE_RATE_MIN_MB = 64
+
+
 def targets(
     table: dict[str, dict[str, Any]], fused: dict[str, dict[str, Any]] | None, latency_ms: dict[str, float]
 ) -> list[dict[str, Any]]:
     """Issue #15's targets (and the earlier memory and node-count ones, and issue #27's floor), each measured.
 
-    Every limit is an upper bound except those with ``at_least`` true.
+    Every limit is an upper bound except those with ``at_least`` true. ``met`` is ``None``
+    where the run measured nothing the target applies to.
     """
     rows = list(table.values())
     floors = [r["floor"] for r in rows if r.get("floor")]
@@ -173,7 +182,6 @@ def targets(
     checks = [
         ("export time, median of medians", median_of(export), 0.25),
         ("export time, worst model in any repeat", max((s.high for s in export if s), default=None), 0.4),
-        ("time after capture / capture, worst model", worst_of(_spreads(rows, "after_capture_over_capture")), 0.2),
         ("peak RSS growth, median of medians", median_of(_spreads(rows, "peak_rss_growth")), 0.2),
         ("peak RSS growth, worst model", worst_of(_spreads(rows, "peak_rss_growth")), 1.0),
         (
@@ -200,16 +208,21 @@ def targets(
         {"target": name, "value": value, "limit": limit, "met": value is not None and value <= limit}
         for name, value, limit in checks
     ]
-    # The save's rate is bounded from below: the slowest model's, against the disk's raw rate.
-    rates = [s.value for f in floors if (s := Spread.from_dict(f["save_rate_over_raw"]))]
+    # The save's rate is bounded from below: the slowest model's, against the disk's raw rate,
+    # among saves large enough for their rate to be the disk's (see SAVE_RATE_MIN_MB).
+    rates = [
+        s.value
+        for f in floors
+        if (f.get("saved_mb") or 0) >= SAVE_RATE_MIN_MB and (s := Spread.from_dict(f["save_rate_over_raw"]))
+    ]
     slowest = min(rates) if rates else None
     result.append(
         {
-            "target": "save rate / raw write rate, slowest model",
+            "target": f"save rate / raw write rate, slowest model saving ≥ {SAVE_RATE_MIN_MB} MB",
             "value": slowest,
             "limit": 0.9,
             "at_least": True,
-            "met": slowest is not None and slowest >= 0.9,
+            "met": None if slowest is None else slowest >= 0.9,
         }
     )
     return result

@@ -14,6 +14,10 @@ from analysis import EAGER, shape_of
 from spread import INTERVAL, RESAMPLES, Spread, median_of
 
 
+def _met(met: bool | None) -> str:
+    return "not measured" if met is None else "yes" if met else "**no**"
+
+
 def _fmt(value: Any, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -207,9 +211,7 @@ def markdown(data: dict[str, Any]) -> str:
     lines += ["", "## Targets", "", "| target | measured | limit | met |", "|---|---|---|---|"]
     for t in data["targets"]:
         bound = "≥" if t.get("at_least") else "≤"
-        lines.append(
-            f"| {t['target']} | {_fmt(t['value'])} | {bound} {t['limit']} | {'yes' if t['met'] else '**no**'} |"
-        )
+        lines.append(f"| {t['target']} | {_fmt(t['value'])} | {bound} {t['limit']} | {_met(t['met'])} |")
     if data.get("scaling"):
         lines += ["", "## Depth scaling (nn.TransformerEncoder, d=256): export seconds, one export each", ""]
         for exporter, s in data["scaling"].items():

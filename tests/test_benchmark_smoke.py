@@ -121,5 +121,6 @@ def test_benchmark_runs_on_the_mlp_and_writes_every_field(tmp_path):
     assert "| mlp | x 4x64 | none: no sequence dimension |" in markdown
     assert "| **median of medians** |" in markdown
     assert "## pt2onnx against its floor" in markdown and "| mlp | pt2onnx | " in markdown
-    assert "| save rate / raw write rate, slowest model |" in markdown
+    # The MLP's save is too small for its rate to be the disk's: that target measures nothing here.
+    assert "| save rate / raw write rate, slowest model saving ≥ 64 MB | - | ≥ 0.9 | not measured |" in markdown
     assert (tmp_path / "results.png").read_bytes().startswith(b"\x89PNG")
