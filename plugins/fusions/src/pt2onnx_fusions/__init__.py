@@ -3,7 +3,7 @@
 A converter sees one FX node. The patterns here span several: the RMS norm, tanh-GELU
 and rotary embedding that transformers write out by hand, the head reshapes and
 key/value repetition around attention, ``nn.MultiheadAttention``'s sequence-first
-layout, the index grids of vmapped mask builders, the form of grouped-query attention
+layout, a query scaled before attention, the index grids of vmapped mask builders, the form of grouped-query attention
 every runtime compiles, and the reshapes around a ``Gemm`` on flattened rows.
 Each is a rewrite pass of its own (see ``pt2onnx_register_rewrites``), in the report
 and switchable with ``optimize={name: False}``; each is registered ``since=`` the opset
@@ -15,6 +15,7 @@ from __future__ import annotations
 from pt2onnx.plugin import RewriteRegistrar, hookimpl
 
 from .attention import fuse_attention_heads, fuse_repeated_kv
+from .attention_scale import fold_attention_scale
 from .flat_gemm import unflatten_gemm
 from .gelu import fuse_gelu_tanh
 from .grouped_attention import portable_grouped_attention
@@ -33,6 +34,7 @@ REWRITES = {
     "fuse_repeated_kv": (fuse_repeated_kv, 23),
     "fuse_attention_heads": (fuse_attention_heads, 23),
     "fuse_packed_attention": (fuse_packed_attention, 23),
+    "fold_attention_scale": (fold_attention_scale, 23),
     "portable_grouped_attention": (portable_grouped_attention, 23),
     "unflatten_gemm": (unflatten_gemm, None),
 }
