@@ -37,7 +37,7 @@ _MAX_INFERRED = 50_000
 
 
 class Builder(GraphBuilder):
-    """A ``GraphBuilder`` that caches schema look-ups and op signatures."""
+    """A ``GraphBuilder`` that caches schema look-ups, op signatures and inferred output types."""
 
     def _get_schema(self, op_type: str, domain: str, version: int | None) -> onnx.defs.OpSchema | None:
         key = (op_type, domain, version)
@@ -111,7 +111,8 @@ def _signature(node: ir.Node) -> tuple[Any, ...] | None:
         if attr.type in _UNKEYED_ATTRIBUTES:
             return None
         value = attr.value
-        attributes.append((name, tuple(value) if isinstance(value, Sequence) and not isinstance(value, str) else value))
+        plain = tuple(value) if isinstance(value, Sequence) and not isinstance(value, str) else value
+        attributes.append((name, attr.type, plain))
     return (node.domain, node.op_type, node.version, len(node.outputs), tuple(inputs), tuple(attributes))
 
 
