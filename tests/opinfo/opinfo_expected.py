@@ -185,13 +185,6 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
             "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::constant_pad_nd.default from plugin 'aten' does not handle complex values",
         ),
     },
-    "fft.fftshift": {
-        "*": (
-            "crash",
-            "DEFECT, the exporter crashes: fftshift rolls by half of each (symbolic) size, and the roll converter "
-            "takes its shifts as Python ints only (ConversionError from TypeError: int() of a Value)",
-        ),
-    },
     "fft.hfft": {
         "float32": (
             "dtype",
@@ -220,13 +213,6 @@ EXPECTED: dict[str, dict[str, tuple[str, ...]]] = {
         "float32": (
             "dtype",
             "the export refuses the dtype: argument self='a complex tensor' cannot be exported: the converter of aten::constant_pad_nd.default from plugin 'aten' does not handle complex values",
-        ),
-    },
-    "fft.ifftshift": {
-        "*": (
-            "crash",
-            "DEFECT, the exporter crashes: fftshift rolls by half of each (symbolic) size, and the roll converter "
-            "takes its shifts as Python ints only (ConversionError from TypeError: int() of a Value)",
         ),
     },
     "fft.ihfft2": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -34,6 +35,19 @@ def test_roll_along_a_dynamic_dim():
         (torch.randn(2, 5),),
         dynamic_shapes=({1: seq},),
         other_inputs=[((torch.randn(2, 2),), {}), ((torch.randn(2, 11),), {})],
+        expect_ops=["aten::roll"],
+    )
+
+
+@pytest.mark.parametrize("shift", [torch.fft.fftshift, torch.fft.ifftshift], ids=["fftshift", "ifftshift"])
+def test_roll_by_half_a_dynamic_size(shift):
+    """``fftshift`` rolls each dim by half its size: a symbolic shift along a dynamic dim."""
+    seq = torch.export.Dim("seq")
+    assert_exports_like_eager(
+        Fn(lambda t: shift(t, dim=(0, 1))),
+        (torch.randn(4, 7),),
+        dynamic_shapes=({1: seq},),
+        other_inputs=[((torch.randn(4, 2),), {}), ((torch.randn(4, 10),), {})],
         expect_ops=["aten::roll"],
     )
 

@@ -23,15 +23,17 @@ def flip(op, self, dims):
 
 
 def _roll_axis(op, x, shift, axis):
+    """``x`` rolled by ``shift`` along ``axis``; the shift is an int, or symbolic (``fftshift``
+    rolls by half of each size, which is symbolic along a dynamic dim)."""
     n = static_dims(x)[axis]
-    if n is not None:
+    if n is not None and isinstance(shift, int):
         if n == 0 or shift % n == 0:
             return x
         cut = ints(op, [n - shift % n])
     else:
-        n_1d = size(op, x, axis)
+        n_1d = size(op, x, axis) if n is None else ints(op, [n])
         # An empty dim rolls to itself; Max keeps its modulus from being 0 (onnxruntime fails on it).
-        cut = op.Sub(n_1d, op.Mod(ints(op, [shift]), op.Max(n_1d, ints(op, [1]))))
+        cut = op.Sub(n_1d, op.Mod(op.shape_tensor([shift]), op.Max(n_1d, ints(op, [1]))))
     axes = ints(op, [axis])
     tail = op.Slice(x, cut, ints(op, [INT64_MAX]), axes)
     head = op.Slice(x, ints(op, [0]), cut, axes)
