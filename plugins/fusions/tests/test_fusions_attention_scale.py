@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import onnx
+import onnx_ir as ir
+import onnxruntime as ort
 import pytest
 import torch
+from onnx import TensorProto, helper
 
 from pt2onnx.testing import assert_exports_like_eager
+from pt2onnx_fusions.attention_scale import fold_attention_scale
 
 
 class ScaledQuery(torch.nn.Module):
@@ -84,15 +90,6 @@ def test_a_key_joined_to_a_past_keeps_its_factor():
     """An ``Attention`` with a past key (and the present key it returns): the key's factor
     would scale the past keys too, so only the query's folds. Checked on the ONNX graph
     itself, as a plugin's rewrite could leave it (pt2onnx's own converters emit no past)."""
-    import numpy as np
-    import onnx
-    import onnx_ir as ir
-    import onnxruntime as ort
-    from onnx import TensorProto, helper
-
-    from pt2onnx_fusions.attention_scale import fold_attention_scale
-
-    shape = lambda *d: d  # noqa: E731
     graph = helper.make_graph(
         [
             helper.make_node("Mul", ["q", "c"], ["q_scaled"]),
@@ -103,7 +100,7 @@ def test_a_key_joined_to_a_past_keeps_its_factor():
         ],
         "g",
         [
-            helper.make_tensor_value_info(name, TensorProto.FLOAT, shape(2, 4, s, 8))
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 4, s, 8])
             for name, s in (("q", 3), ("k", 3), ("v", 3), ("past_k", 5), ("past_v", 5))
         ],
         [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("y", "present_k", "present_v")],
@@ -115,7 +112,8 @@ def test_a_key_joined_to_a_past_keeps_its_factor():
     folded = ir.to_proto(model)
     (attention,) = [n for n in folded.graph.node if n.op_type == "Attention"]
     assert [n.op_type for n in folded.graph.node].count("Mul") == 1
-    assert helper.get_attribute_value(attention.attribute[0]) == pytest.approx(0.25 / math.sqrt(8), rel=1e-6)
+    (scale,) = [helper.get_attribute_value(a) for a in attention.attribute if a.name == "scale"]
+    assert scale == pytest.approx(0.25 / math.sqrt(8), rel=1e-6)
     rng = np.random.default_rng(0)
     feeds = {
         i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim], np.float32)

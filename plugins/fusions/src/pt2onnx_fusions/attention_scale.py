@@ -28,7 +28,7 @@ def _default_scale(node: ir.Node) -> float | None:
         return None
     if len(query) == 4:
         size = query[-1]
-    elif len(query) == 3 and isinstance(heads := node.attributes.get_int("q_num_heads", 0), int) and heads:
+    elif len(query) == 3 and (heads := node.attributes.get_int("q_num_heads", 0)):
         size = query[-1] // heads
     else:
         return None

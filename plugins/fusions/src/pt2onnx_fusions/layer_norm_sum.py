@@ -2,8 +2,8 @@
 
 onnxruntime (1.32, CPU provider, ``ORT_ENABLE_ALL``, its default) fuses ``Add`` followed by
 ``LayerNormalization`` into its contrib ``SkipLayerNormalization``, whose CPU kernel runs
-4-8x slower than the two standard ops it replaces (``benchmarks/studies/skip_layer_norm.py``:
-37 µs against 8 at 2x16x256, 780 against 96 at 2x128x768, one thread). Every post-norm
+4-10x slower than the two standard ops it replaces (``benchmarks/studies/skip_layer_norm.py``:
+36 µs against 8 at 2x16x256, 769 against 98 at 2x128x768, one thread). Every post-norm
 transformer layer (BERT, ``nn.TransformerEncoderLayer``) has two such pairs, a pre-norm one
 its final norm. ``Sum`` of two inputs is the same operation (broadcasting included), and
 the fusion matches ``Add`` only, so the graph keeps the fast kernels. Switch the pass off
